@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/colio-dev/colio/internal/errs"
+	"github.com/colio-dev/colio/internal/future"
+)
+
+// ReadRange is one range of a fan-out read: fill Buf from Off.
+type ReadRange struct {
+	Off int64
+	Buf []byte
+}
+
+// Read fills p from src at off and returns its future at once. A read that
+// crosses the end of the source reads the bytes that exist (N says how
+// many); one that starts at the end reads 0 bytes; one that starts past it
+// is an error. Bad arguments are returned as an error without a future.
+func (e *Engine) Read(ctx context.Context, src *Source, p []byte, off int64) (*future.Future, error) {
+	fs, err := e.ReadV(ctx, src, []ReadRange{{Off: off, Buf: p}})
+	if err != nil {
+		return nil, err
+	}
+	return fs[0], nil
+}
+
+// ReadV starts every range at once and returns one future per range. The
+// ranges are checked before any starts, so a bad one fails the whole call.
+func (e *Engine) ReadV(ctx context.Context, src *Source, ranges []ReadRange) ([]*future.Future, error) {
+	ctx = levelCtx(ctx)
+	if src == nil {
+		return nil, errs.New(errs.Invalid, "colio: nil source")
+	}
+	size, err := src.Size()
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range ranges {
+		if err := checkRange(r.Off, len(r.Buf), "read"); err != nil {
+			return nil, err
+		}
+		if r.Off > size {
+			return nil, errs.New(errs.Invalid, "colio: read at offset %d starts past the end of the source (%d bytes)%s",
+				r.Off, size, rangeNote(i, len(ranges)))
+		}
+	}
+	cfg := e.cfg.Load()
+	fast := src.traits.Fast
+	out := make([]*future.Future, len(ranges))
+	for i, r := range ranges {
+		n := min(int64(len(r.Buf)), size-r.Off)
+		if n == 0 {
+			e.c.opsSubmitted.Add(1)
+			out[i] = future.Completed(e.notifier, 0, nil)
+			continue
+		}
+		req := &request{io: src.src.ReadAt, p: r.Buf[:n], off: r.Off, users: &src.users, isRead: true, onClosed: true}
+		inline := fast && n <= cfg.SmallReadThreshold
+		if err := src.users.acquire(split(n, cfg.TaskSize, inline), "source"); err != nil {
+			if i == 0 {
+				return nil, err
+			}
+			// Closed midway: fail this and the remaining ranges alike.
+			for j := i; j < len(ranges); j++ {
+				out[j] = future.Completed(e.notifier, 0, err)
+			}
+			return out, nil
+		}
+		out[i] = e.submit(ctx, req, inline, cfg.TaskSize)
+	}
+	return out, nil
+}
+
+func rangeNote(i, n int) string {
+	if n <= 1 {
+		return ""
+	}
+	return " (range " + itoa(i) + " of " + itoa(n) + ")"
+}

@@ -1,0 +1,141 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime/debug"
+
+	"github.com/colio-dev/colio/internal/errs"
+	"github.com/colio-dev/colio/internal/future"
+)
+
+// Append, as a write offset, asks the sink for the next append offset.
+const Append int64 = -1
+
+// ioFunc moves bytes between p and a source or sink at off.
+type ioFunc func(ctx context.Context, p []byte, off int64) (int, error)
+
+// request is one read or write being run.
+type request struct {
+	io       ioFunc
+	p        []byte
+	off      int64
+	f        *future.Future
+	users    *users
+	isRead   bool
+	onClosed bool // fail parts that start after Close
+	sink     *Sink
+}
+
+func checkRange(off int64, n int, what string) error {
+	if off < 0 {
+		return errs.New(errs.Invalid, "colio: negative %s offset %d", what, off)
+	}
+	if int64(n) > math.MaxInt64-off {
+		return errs.New(errs.Invalid, "colio: %s of %d bytes at offset %d overflows a 64-bit offset", what, n, off)
+	}
+	return nil
+}
+
+// split returns how many parts a request of n bytes becomes: one when it
+// runs inline, else one per task_size bytes.
+func split(n, taskSize int64, inline bool) int64 {
+	if inline || n == 0 {
+		return 1
+	}
+	return (n + taskSize - 1) / taskSize
+}
+
+// submit runs r inline or queues its parts, and returns its future. The
+// caller has already acquired one use of the handle per part.
+func (e *Engine) submit(ctx context.Context, r *request, inline bool, ts int64) *future.Future {
+	e.c.opsSubmitted.Add(1)
+	n := int64(len(r.p))
+	if inline {
+		e.c.opsInline.Add(1)
+		r.f = future.New(e.notifier, 1)
+		r.f.SetOffset(r.off)
+		e.runPart(ctx, r, 0, n, true)
+		return r.f
+	}
+	parts := int(split(n, ts, false))
+	r.f = future.New(e.notifier, parts)
+	r.f.SetOffset(r.off)
+	e.c.tasks.Add(int64(parts))
+	start := func() {
+		for i := 0; i < parts; i++ {
+			a := int64(i) * ts
+			b := min(a+ts, n)
+			last := i == parts-1
+			err := e.pool.Submit(ctx, func(wctx context.Context) { e.runPart(wctx, r, a, b, last) })
+			if err != nil {
+				// Too deep a nesting: fail the part here.
+				r.users.release()
+				r.f.Begin()
+				r.f.PartDone(0, errs.New(errs.Invalid, "%v", err))
+			}
+		}
+	}
+	if e.startAtWait.Load() {
+		r.f.SetDeferredStart(start)
+	} else {
+		start()
+	}
+	return r.f
+}
+
+// runPart moves bytes [a, b) of r. It never blocks on other parts: the part
+// that reports last completes the future.
+func (e *Engine) runPart(ctx context.Context, r *request, a, b int64, last bool) {
+	defer r.users.release()
+	if !r.f.Begin() {
+		r.f.PartDone(0, errs.New(errs.Cancelled, "colio: operation cancelled before this part started"))
+		return
+	}
+	if r.onClosed && r.users.closed.Load() {
+		r.f.PartDone(0, errs.New(errs.Closed, "colio: source closed before this part started"))
+		return
+	}
+	e.c.enter()
+	n, err := e.safeIO(ctx, r, a, b)
+	e.c.leave()
+	if r.isRead {
+		e.c.bytesRead.Add(int64(n))
+		if err == nil && int64(n) < b-a && !last {
+			err = errs.New(errs.IO, "colio: source ended at offset %d, inside the requested range (did it shrink during the read?)",
+				r.off+a+int64(n))
+		}
+	} else {
+		e.c.bytesWritten.Add(int64(n))
+	}
+	if err != nil {
+		if errs.KindOf(err) != errs.Cancelled {
+			e.c.errors.Add(1)
+		}
+		if r.sink != nil {
+			r.sink.setErr(err)
+		}
+	}
+	r.f.PartDone(int64(n), err)
+}
+
+// safeIO turns a panic in a source, sink or callback into the part's error,
+// so a bug fails only the request it belongs to.
+func (e *Engine) safeIO(ctx context.Context, r *request, a, b int64) (n int, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			n, err = 0, &errs.Error{Kind: errs.Internal,
+				Msg: fmt.Sprintf("colio: panic during I/O at offset %d: %v\n%s", r.off+a, p, debug.Stack())}
+		}
+	}()
+	return r.io(ctx, r.p[a:b], r.off+a)
+}
+
+// levelCtx makes a nil ctx usable.
+func levelCtx(ctx context.Context) context.Context {
+	if ctx == nil {
+		return context.Background()
+	}
+	return ctx
+}

@@ -1,0 +1,93 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/colio-dev/colio/internal/errs"
+	"github.com/colio-dev/colio/internal/sink"
+)
+
+// Sink is a sink opened through the engine. It hands out append offsets,
+// keeps the first write error (sticky: every later Flush and Close returns
+// it), and makes Close safe while writes run.
+//
+// Close refuses new writes and lets every accepted one finish, queued ones
+// included, like closing a buffered file writes out its buffer.
+type Sink struct {
+	snk    sink.Sink
+	traits sink.Traits
+	users  users
+	next   atomic.Int64
+
+	errMu sync.Mutex
+	err   error
+}
+
+// NewSink wraps s. The engine owns it from now on and closes it.
+func NewSink(s sink.Sink) *Sink {
+	k := &Sink{snk: s, traits: s.Traits()}
+	k.next.Store(s.AppendStart())
+	return k
+}
+
+// Underlying returns the wrapped sink.
+func (k *Sink) Underlying() sink.Sink { return k.snk }
+
+// Traits returns the sink's traits.
+func (k *Sink) Traits() sink.Traits { return k.traits }
+
+// NextAppend is the offset the next append will get.
+func (k *Sink) NextAppend() int64 { return k.next.Load() }
+
+func (k *Sink) setErr(err error) {
+	if err == nil || errs.KindOf(err) == errs.Cancelled {
+		return
+	}
+	k.errMu.Lock()
+	if k.err == nil {
+		k.err = err
+	}
+	k.errMu.Unlock()
+}
+
+// Err returns the sticky write error, if any.
+func (k *Sink) Err() error {
+	k.errMu.Lock()
+	defer k.errMu.Unlock()
+	return k.err
+}
+
+// Flush waits for the writes in flight, then flushes the sink (fsync if
+// asked). It returns the sticky write error first, if there is one.
+func (k *Sink) Flush(ctx context.Context, fsync bool) error {
+	if err := k.users.acquire(1, "sink"); err != nil {
+		return err
+	}
+	k.users.release()
+	k.users.waitIdle(false)
+	if err := k.Err(); err != nil {
+		return err
+	}
+	err := k.snk.Flush(ctx, fsync)
+	k.setErr(err)
+	return err
+}
+
+// Close waits for every accepted write, flushes, and closes the sink. It
+// returns the sticky write error if there is one. Closing twice returns
+// the sticky error again, or nil.
+func (k *Sink) Close() error {
+	if !k.users.waitIdle(true) {
+		return k.Err()
+	}
+	if err := k.snk.Flush(context.Background(), false); err != nil {
+		k.setErr(err)
+	}
+	cerr := k.snk.Close()
+	if err := k.Err(); err != nil {
+		return err
+	}
+	return cerr
+}

@@ -1,0 +1,46 @@
+package engine
+
+import (
+	"github.com/colio-dev/colio/internal/source"
+)
+
+// Source is a source opened through the engine: it tracks the operations
+// that use it so that closing it is safe while they run.
+//
+// Close refuses new requests, fails the parts that have not started with a
+// Closed error (a reader that closes has lost interest), lets running parts
+// finish, and then closes the underlying source.
+type Source struct {
+	src    source.Source
+	traits source.Traits
+	users  users
+}
+
+// NewSource wraps s. The engine owns it from now on and closes it.
+func NewSource(s source.Source) *Source {
+	return &Source{src: s, traits: s.Traits()}
+}
+
+// Underlying returns the wrapped source.
+func (s *Source) Underlying() source.Source { return s.src }
+
+// Size returns the current size of the source.
+func (s *Source) Size() (int64, error) {
+	if err := s.users.acquire(1, "source"); err != nil {
+		return 0, err
+	}
+	defer s.users.release()
+	return s.src.Size()
+}
+
+// Traits returns the source's traits.
+func (s *Source) Traits() source.Traits { return s.traits }
+
+// Close waits for running operations and closes the source. Closing twice
+// is harmless and returns nil.
+func (s *Source) Close() error {
+	if !s.users.waitIdle(true) {
+		return nil
+	}
+	return s.src.Close()
+}

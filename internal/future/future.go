@@ -1,0 +1,208 @@
+// Package future is colio's completion handle for one request.
+//
+// A request is split into parts (tasks). Each part reports its own result;
+// the future completes when the last part does, on whichever goroutine ran
+// that part, so no worker ever blocks waiting for its siblings. Futures are
+// eager: the engine submits the parts before it returns the future, and
+// Wait only waits. The one exception is the deferred mode used as a
+// benchmark baseline, where the start function runs on the first Wait.
+package future
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/colio-dev/colio/internal/errs"
+	"github.com/colio-dev/colio/internal/notify"
+)
+
+// Future is the result of one read or write.
+type Future struct {
+	done     chan struct{}
+	isDone   atomic.Bool
+	notifier *notify.Notifier
+
+	pending atomic.Int64 // parts that have not reported
+	n       atomic.Int64 // bytes moved so far
+	offset  int64        // where a write was placed (appends reserve it)
+
+	mu        sync.Mutex
+	err       error
+	unstarted int64 // parts not yet begun, guarded by mu
+	cancelled bool
+	callbacks []func(*Future)
+
+	startOnce sync.Once
+	start     func() // deferred mode only
+}
+
+// New returns a future that completes after parts calls to PartDone. A
+// future with zero parts is complete at once.
+func New(n *notify.Notifier, parts int) *Future {
+	f := &Future{done: make(chan struct{}), notifier: n, unstarted: int64(parts)}
+	f.pending.Store(int64(parts))
+	if parts == 0 {
+		f.complete()
+	}
+	return f
+}
+
+// Completed returns a future that is already done with the given result.
+func Completed(n *notify.Notifier, bytes int64, err error) *Future {
+	f := &Future{done: make(chan struct{}), notifier: n}
+	f.n.Store(bytes)
+	f.err = err
+	f.complete()
+	return f
+}
+
+// SetDeferredStart makes the future start its work only on the first Wait.
+// It exists for the start-at-wait baseline in benchmarks.
+func (f *Future) SetDeferredStart(start func()) { f.start = start }
+
+// SetOffset records where a write was placed.
+func (f *Future) SetOffset(off int64) { f.offset = off }
+
+// Offset returns the offset recorded by SetOffset (a write's position).
+func (f *Future) Offset() int64 { return f.offset }
+
+// Begin is called by a part before it touches any data. It returns false
+// if the future was cancelled; the part must then report ErrCancelled.
+func (f *Future) Begin() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cancelled {
+		return false
+	}
+	f.unstarted--
+	return true
+}
+
+// PartDone reports one part's result. Errors other than cancellation take
+// precedence, and the first such error wins.
+func (f *Future) PartDone(n int64, err error) {
+	if n > 0 {
+		f.n.Add(n)
+	}
+	if err != nil {
+		f.mu.Lock()
+		if f.err == nil || (errs.KindOf(f.err) == errs.Cancelled && errs.KindOf(err) != errs.Cancelled) {
+			f.err = err
+		}
+		f.mu.Unlock()
+	}
+	if f.pending.Add(-1) == 0 {
+		f.complete()
+	}
+}
+
+func (f *Future) complete() {
+	f.mu.Lock()
+	f.isDone.Store(true)
+	cbs := f.callbacks
+	f.callbacks = nil
+	f.mu.Unlock()
+	close(f.done)
+	for _, cb := range cbs {
+		f.post(cb)
+	}
+}
+
+func (f *Future) post(cb func(*Future)) {
+	if f.notifier == nil {
+		cb(f)
+		return
+	}
+	f.notifier.Post(func() { cb(f) })
+}
+
+// Cancel stops the parts that have not started. It returns true if at least
+// one part will not run; the future then completes with ErrCancelled once
+// the parts already running finish. Bytes of finished parts stay counted.
+func (f *Future) Cancel() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.isDone.Load() || f.unstarted <= 0 {
+		return false
+	}
+	f.cancelled = true
+	return true
+}
+
+// Done reports whether every part has finished. It never reports a deferred
+// future that has not been waited on as done.
+func (f *Future) Done() bool { return f.isDone.Load() }
+
+// Chan returns a channel closed when the future completes. It does not
+// start a deferred future.
+func (f *Future) Chan() <-chan struct{} { return f.done }
+
+// Err returns the future's error, or nil if it succeeded or is not done.
+func (f *Future) Err() error {
+	if !f.isDone.Load() {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+// N returns the bytes moved. It is final once the future is done.
+func (f *Future) N() int64 { return f.n.Load() }
+
+func (f *Future) kick() {
+	if f.start != nil {
+		f.startOnce.Do(f.start)
+	}
+}
+
+// Wait blocks until the future completes or ctx ends. A ctx that ends first
+// returns ErrTimeout (deadline) or ErrCancelled (cancel) and leaves the
+// future running.
+func (f *Future) Wait(ctx context.Context) (int64, error) {
+	f.kick()
+	if f.isDone.Load() {
+		return f.N(), f.Err()
+	}
+	select {
+	case <-f.done:
+		return f.N(), f.Err()
+	case <-ctx.Done():
+		if ctx.Err() == context.DeadlineExceeded {
+			return f.N(), errs.New(errs.Timeout, "colio: wait timed out before the operation completed")
+		}
+		return f.N(), errs.Wrap(errs.Cancelled, ctx.Err(), "colio: wait abandoned")
+	}
+}
+
+// WaitTimeout waits at most d; d < 0 waits forever.
+func (f *Future) WaitTimeout(d time.Duration) (int64, error) {
+	f.kick()
+	if d < 0 || f.isDone.Load() {
+		<-f.done
+		return f.N(), f.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-f.done:
+		return f.N(), f.Err()
+	case <-t.C:
+		return f.N(), errs.New(errs.Timeout, "colio: wait timed out after %v before the operation completed", d)
+	}
+}
+
+// OnDone registers cb to run once, on the notifier goroutine, after the
+// future completes (at once if it already has).
+func (f *Future) OnDone(cb func(*Future)) {
+	f.mu.Lock()
+	if !f.isDone.Load() {
+		f.callbacks = append(f.callbacks, cb)
+		f.mu.Unlock()
+		return
+	}
+	f.mu.Unlock()
+	f.post(cb)
+}

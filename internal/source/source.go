@@ -1,0 +1,31 @@
+// Package source defines what colio reads from: local files, host memory
+// and user callbacks.
+package source
+
+import "context"
+
+// Traits tell the engine how to schedule requests to a source.
+type Traits struct {
+	// Fast sources answer in microseconds (a local file in the page cache,
+	// memory). Only they may run small requests inline on the caller;
+	// inlining a read with latency would serialise a fan-out.
+	Fast bool
+	// Concurrent sources accept ReadAt from many goroutines at once.
+	// Others are called one at a time (the source serialises itself).
+	Concurrent bool
+}
+
+// Source is a random-access byte source. Every implementation is safe for
+// use from many goroutines.
+type Source interface {
+	// ReadAt fills p from offset off. It returns len(p) unless the source
+	// ends first, in which case it returns the bytes that exist and a nil
+	// error. ctx carries the pool level for callbacks that re-enter colio.
+	ReadAt(ctx context.Context, p []byte, off int64) (int, error)
+	// Size is the current size in bytes.
+	Size() (int64, error)
+	Traits() Traits
+	// Close releases the source. The engine calls it once, after every
+	// operation on the source has finished.
+	Close() error
+}

@@ -1,0 +1,291 @@
+/*
+ * colio.h: the C interface of colio, an eager, parallel I/O engine.
+ *
+ * This header is the contract; it is written by hand. Every function
+ * declared here is exported by libcolio.so, and nothing else is.
+ *
+ * General rules
+ * -------------
+ * - Every fallible function returns int: COLIO_OK (0) or a negative
+ *   COLIO_E* code. colio_last_error() and colio_last_errno() describe the
+ *   last failed call made on the calling thread. An asynchronous failure
+ *   belongs to its future: colio_future_wait() returns its code and
+ *   colio_future_error() its message and errno.
+ * - Sizes and offsets are int64_t; negative values and offset + size
+ *   overflows are rejected with COLIO_EINVAL. NULL pointers, freed, stale
+ *   or forged handles also give COLIO_EINVAL, never a crash.
+ * - Handles (colio_source*, colio_sink*, colio_future*) are opaque tokens,
+ *   not pointers to memory: never dereference them. Each has a free
+ *   function that accepts NULL. Using a handle after freeing it returns
+ *   COLIO_EINVAL.
+ * - Asynchronous calls start their I/O before they return. Waiting only
+ *   waits. Buffers passed to an asynchronous call must stay valid and
+ *   untouched until its future completes or is freed.
+ * - Thread safety: every function may be called from any thread, and every
+ *   handle may be used from many threads at once.
+ *
+ * Process rules
+ * -------------
+ * - colio is written in Go. A process can hold only one Go runtime, so
+ *   libcolio.so cannot be loaded beside another Go c-shared library.
+ * - Never dlclose() libcolio.so: the Go runtime cannot be unloaded.
+ * - The Go runtime does not survive fork(). After a fork, every colio call
+ *   in the child returns COLIO_EFORK at once (checked before Go is
+ *   entered). The child may still exit normally. Use exec, or start
+ *   children before the first colio call.
+ * - User callbacks run on colio's worker threads, may run concurrently
+ *   when their struct says so, and must not throw C++ exceptions or
+ *   longjmp across colio. A callback may call back into colio (including
+ *   waiting on futures): nested calls run on a deeper pool level and
+ *   cannot deadlock.
+ */
+#ifndef COLIO_H
+#define COLIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define COLIO_VERSION_MAJOR 0
+#define COLIO_VERSION_MINOR 1
+#define COLIO_VERSION_PATCH 0
+
+/* Status codes. */
+#define COLIO_OK          0
+#define COLIO_EINVAL     (-1)  /* invalid argument, bad or freed handle */
+#define COLIO_EIO        (-2)  /* I/O error; colio_last_errno() has errno */
+#define COLIO_ENOTFOUND  (-3)  /* no such file */
+#define COLIO_ECLOSED    (-4)  /* the source or sink was closed */
+#define COLIO_ETIMEDOUT  (-5)  /* a wait timed out; the operation goes on */
+#define COLIO_ECANCELLED (-6)  /* the operation was cancelled */
+#define COLIO_ENOTSUP    (-7)  /* not supported by this build or handle */
+#define COLIO_ECALLBACK  (-8)  /* a user callback reported failure */
+#define COLIO_ENOSPC     (-9)  /* out of space (disk full, memory sink full) */
+#define COLIO_EFORK      (-10) /* called in a child after fork() */
+#define COLIO_EINTERNAL  (-11) /* a bug in colio; the message says where */
+
+/* colio_future_wait: wait without a time limit. */
+#define COLIO_WAIT_FOREVER ((int64_t)-1)
+/* colio_write_async / colio_write offset: append at the next free offset,
+ * reserved in call order at submission. */
+#define COLIO_APPEND ((int64_t)-1)
+
+typedef struct colio_source colio_source;
+typedef struct colio_sink colio_sink;
+typedef struct colio_future colio_future;
+
+/* ---- Library --------------------------------------------------------- */
+
+/* The library version, "MAJOR.MINOR.PATCH". Static storage; never NULL. */
+const char *colio_version(void);
+
+/* The message of the last failed call on this thread, or "" if none.
+ * Never NULL; owned by the library, valid until the next colio call on
+ * this thread. */
+const char *colio_last_error(void);
+
+/* The OS errno of the last failed call on this thread, or 0. */
+int colio_last_errno(void);
+
+/* Settings, by name. Keys: "threads" (I/O operations in flight per pool
+ * level, COLIO_NTHREADS, default 8), "task_size" (bytes per task,
+ * COLIO_TASK_SIZE, default 4 MiB), "small_read_threshold" and
+ * "small_write_threshold" (requests at or under these run inline on the
+ * caller, for fast sources and sinks only; 0 turns inlining off),
+ * "bounce_buffer_size". Environment variables are read at the first call;
+ * an invalid one makes every call fail with COLIO_EINVAL and a message
+ * naming it. Unknown keys and out-of-range values give COLIO_EINVAL. */
+int colio_config_set_int(const char *key, int64_t value);
+int colio_config_get_int(const char *key, int64_t *out);
+
+/* Engine counters. Set struct_size = sizeof(colio_counters) before the call;
+ * the library fills the fields it knows up to that size, so a program
+ * built against an older header keeps working. */
+typedef struct colio_counters {
+  size_t struct_size;
+  int64_t ops_submitted;  /* requests accepted */
+  int64_t ops_inline;     /* requests run on the calling thread */
+  int64_t tasks;          /* tasks handed to the pool */
+  int64_t bytes_read;
+  int64_t bytes_written;
+  int64_t in_flight;      /* source/sink calls running now */
+  int64_t peak_in_flight; /* most ever running at once */
+  int64_t errors;         /* failed tasks */
+  int64_t queued;         /* tasks waiting for a pool slot now */
+} colio_counters;
+int colio_stats(colio_counters *out);
+
+/* ---- Sources ---------------------------------------------------------- */
+
+/* Opens a local file for reading. *out receives the handle. */
+int colio_source_open_file(const char *path, colio_source **out);
+
+/* A source over size bytes at data. Not copied: data must stay valid and
+ * unchanged until colio_source_free() returns. */
+int colio_source_from_memory(const void *data, int64_t size, colio_source **out);
+
+/* Callback flags. */
+#define COLIO_CALLBACK_CONCURRENT 1u /* callbacks may run on many threads at once */
+#define COLIO_CALLBACK_FAST       2u /* answers in microseconds: small requests may
+                                        run inline on the caller. Never set it for
+                                        anything with latency. */
+
+/* A user-defined source. Set struct_size = sizeof(colio_source_callbacks).
+ * read: fill up to size bytes of buf from offset; return the bytes filled
+ *   (fewer is fine, colio asks again for the rest; 0 means the source has
+ *   ended), or a negative value for failure (a negated errno if one
+ *   applies). Runs on colio's workers.
+ * release: called once when the source is freed, after every read ended;
+ *   may be NULL.
+ * The source's size is fixed at creation. */
+typedef struct colio_source_callbacks {
+  size_t struct_size;
+  void *ctx;
+  int64_t (*read)(void *ctx, void *buf, int64_t size, int64_t offset);
+  void (*release)(void *ctx);
+  uint32_t flags;
+} colio_source_callbacks;
+int colio_source_from_callbacks(const colio_source_callbacks *cb, int64_t size,
+                                colio_source **out);
+
+/* The source's current size in bytes. */
+int colio_source_size(colio_source *src, int64_t *out);
+
+/* Frees the source. Reads that have not started fail with COLIO_ECLOSED;
+ * running ones finish first. Accepts NULL. */
+int colio_source_free(colio_source *src);
+
+/* ---- Reads ------------------------------------------------------------- */
+
+/* Synchronous read of up to size bytes at offset into buf. *nread (may be
+ * NULL) receives the bytes read: fewer than size only at the end of the
+ * source, 0 at the end. Starting past the end is COLIO_EINVAL. */
+int colio_read(colio_source *src, void *buf, int64_t size, int64_t offset, int64_t *nread);
+
+/* Starts the read and returns its future in *out. Small reads of fast
+ * sources complete before this returns. */
+int colio_read_async(colio_source *src, void *buf, int64_t size, int64_t offset,
+                     colio_future **out);
+
+/* One range of a fan-out read or write. */
+typedef struct colio_range {
+  int64_t offset; /* COLIO_APPEND allowed for writes */
+  int64_t size;
+  void *buf;
+} colio_range;
+
+/* Starts n reads at once; futures_out[i] receives range i's future. All
+ * ranges are checked first: if one is invalid, none starts, no future is
+ * made, and the call fails. */
+int colio_readv_async(colio_source *src, const colio_range *ranges, int64_t n,
+                      colio_future **futures_out);
+
+/* ---- Sinks ------------------------------------------------------------- */
+
+#define COLIO_SINK_CREATE   1 /* create the file if missing */
+#define COLIO_SINK_TRUNCATE 2 /* empty an existing file */
+#define COLIO_SINK_APPEND   4 /* COLIO_APPEND writes start at the current end
+                                 (otherwise at 0); the file is never opened
+                                 with O_APPEND */
+
+/* Opens a local file for writing (mode 0644 when created). */
+int colio_sink_open_file(const char *path, int flags, colio_sink **out);
+
+/* A sink that writes into capacity bytes at buf, never past them (a write
+ * that does not fit fails with COLIO_ENOSPC). buf must stay valid until
+ * colio_sink_free() returns. */
+int colio_sink_from_memory(void *buf, int64_t capacity, colio_sink **out);
+
+/* A sink that discards everything, for measurements. */
+int colio_sink_void(colio_sink **out);
+
+/* A user-defined sink. Set struct_size = sizeof(colio_sink_callbacks).
+ * write: write up to size bytes of buf at offset; return the bytes written
+ *   (colio calls again for the rest) or a negative value for failure.
+ * flush: may be NULL; return 0 or a negative value.
+ * release: called once when the sink is freed; may be NULL.
+ * append_start: the offset the first COLIO_APPEND write goes to. */
+typedef struct colio_sink_callbacks {
+  size_t struct_size;
+  void *ctx;
+  int64_t (*write)(void *ctx, const void *buf, int64_t size, int64_t offset);
+  int (*flush)(void *ctx, int fsync);
+  void (*release)(void *ctx);
+  uint32_t flags;
+  int64_t append_start;
+} colio_sink_callbacks;
+int colio_sink_from_callbacks(const colio_sink_callbacks *cb, colio_sink **out);
+
+/* Waits for the writes in flight, then flushes (fsync != 0: to stable
+ * storage). Returns the first write error the sink ever had (errors are
+ * sticky), or the flush's own. */
+int colio_sink_flush(colio_sink *sink, int fsync);
+
+/* The highest end written so far (a memory sink's filled length). */
+int colio_sink_size(colio_sink *sink, int64_t *out);
+
+/* Waits for every accepted write (queued ones run), flushes, closes and
+ * frees the sink. Returns the sticky write error, if any. Accepts NULL. */
+int colio_sink_free(colio_sink *sink);
+
+/* ---- Writes ------------------------------------------------------------ */
+
+/* Synchronous write of size bytes of buf at offset (or COLIO_APPEND).
+ * *nwritten (may be NULL) receives the bytes written. */
+int colio_write(colio_sink *sink, const void *buf, int64_t size, int64_t offset,
+                int64_t *nwritten);
+
+/* Starts the write and returns its future. An append's offset is reserved
+ * now: colio_future_offset() tells where it goes. */
+int colio_write_async(colio_sink *sink, const void *buf, int64_t size, int64_t offset,
+                      colio_future **out);
+
+/* Starts n writes at once, reserving appends in array order. */
+int colio_writev_async(colio_sink *sink, const colio_range *ranges, int64_t n,
+                       colio_future **futures_out);
+
+/* ---- Futures ----------------------------------------------------------- */
+
+/* Waits up to timeout_ns nanoseconds (COLIO_WAIT_FOREVER: no limit; 0:
+ * poll). Returns the operation's status, or COLIO_ETIMEDOUT if it is still
+ * running (the future stays valid). *nbytes (may be NULL) receives the
+ * bytes moved. */
+int colio_future_wait(colio_future *fut, int64_t timeout_ns, int64_t *nbytes);
+
+/* 1 if the operation has finished (its bytes are in place), 0 if not, or
+ * a negative code for a bad handle. Never starts or blocks. */
+int colio_future_done(colio_future *fut);
+
+/* Cancels the parts that have not started. *cancelled (may be NULL)
+ * receives 1 if any part was cancelled (the future then ends with
+ * COLIO_ECANCELLED), 0 if everything had already started. */
+int colio_future_cancel(colio_future *fut, int *cancelled);
+
+/* Registers cb to run once, on colio's notifier thread (never on an I/O
+ * worker), when the future completes: at once if it already has. status
+ * and nbytes are the operation's. The future must not be freed from inside
+ * cb. One callback per future. */
+typedef void (*colio_future_callback)(void *ctx, colio_future *fut, int status, int64_t nbytes);
+int colio_future_on_done(colio_future *fut, colio_future_callback cb, void *ctx);
+
+/* The failure of a completed future: *message (may be NULL) receives a
+ * string owned by the future, valid until colio_future_free(); *errnum
+ * (may be NULL) the OS errno or 0. Returns the future's status (COLIO_OK
+ * if it succeeded, COLIO_ETIMEDOUT if it has not completed). */
+int colio_future_error(colio_future *fut, const char **message, int *errnum);
+
+/* Where a write was placed (its reserved offset for appends). */
+int colio_future_offset(colio_future *fut, int64_t *out);
+
+/* Frees the future. If the operation is still running this waits for it,
+ * so no buffer is written after free returns. Accepts NULL. */
+int colio_future_free(colio_future *fut);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COLIO_H */

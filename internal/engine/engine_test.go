@@ -170,8 +170,8 @@ func TestDoneIsTruthful(t *testing.T) {
 		fast   bool
 		ranges []ReadRange
 	}{
-		{"split", false, []ReadRange{{0, make([]byte, 10 << 20)}}},
-		{"fanout", false, []ReadRange{{0, make([]byte, 4096)}, {8192, make([]byte, 100)}, {1 << 20, make([]byte, 5 << 20)}}},
+		{"split", false, []ReadRange{{0, make([]byte, 10<<20)}}},
+		{"fanout", false, []ReadRange{{0, make([]byte, 4096)}, {8192, make([]byte, 100)}, {1 << 20, make([]byte, 5<<20)}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -263,7 +263,7 @@ func TestNestedWaitOneThread(t *testing.T) {
 		// Three ranges of the inner source, each split into parts, waited
 		// on from inside a worker while the only level-0 slot is held.
 		futs, err := e.ReadV(ctx, inner, []ReadRange{
-			{0, make([]byte, 300 << 10)}, {1000, make([]byte, 200 << 10)}, {5, make([]byte, 10)},
+			{0, make([]byte, 300<<10)}, {1000, make([]byte, 200<<10)}, {5, make([]byte, 10)},
 		})
 		if err != nil {
 			panic(err)
@@ -277,7 +277,7 @@ func TestNestedWaitOneThread(t *testing.T) {
 	}
 	src := NewSource(outer)
 	futs, err := e.ReadV(context.Background(), src, []ReadRange{
-		{0, make([]byte, 256 << 10)}, {1 << 19, make([]byte, 100)},
+		{0, make([]byte, 256<<10)}, {1 << 19, make([]byte, 100)},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -566,8 +566,8 @@ func TestPanicFailsOnlyItsFuture(t *testing.T) {
 	data := fakes.Pattern(4<<20, 13)
 	src := NewSource(&panicSource{fakes.SlowSource{Data: data}})
 	futs, err := e.ReadV(context.Background(), src, []ReadRange{
-		{0, make([]byte, 1 << 20)}, {1 << 20, make([]byte, 1 << 20)}, {2 << 20, make([]byte, 2 << 20)},
-		{0, make([]byte, 2 << 20)}, // split; its second part panics
+		{0, make([]byte, 1<<20)}, {1 << 20, make([]byte, 1<<20)}, {2 << 20, make([]byte, 2<<20)},
+		{0, make([]byte, 2<<20)}, // split; its second part panics
 	})
 	if err != nil {
 		t.Fatal(err)

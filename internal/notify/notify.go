@@ -15,9 +15,9 @@ import (
 
 // Notifier owns the callback goroutine.
 type Notifier struct {
-	mu      sync.Mutex
-	cond    *sync.Cond
-	queue   []func()
+	mu    sync.Mutex
+	cond  *sync.Cond
+	queue []func()
 	// busy counts callbacks posted and not yet finished; Drain
 	// waits for it to reach zero.
 	busy int

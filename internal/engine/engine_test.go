@@ -116,36 +116,56 @@ func TestWritesInFlightBeforeFirstWait(t *testing.T) {
 	}
 }
 
+// 20 reads from a source with 2 ms latency and 8 threads: the peak counted
+// inside the source must be exactly 8. The bound must hold on every run;
+// reaching it depends on goroutines starting within 2 ms, which a loaded
+// 2-core machine does not always grant, so a run that peaks lower is
+// repeated (up to 5 times) before failing.
 func TestFanOutPeakEqualsThreads(t *testing.T) {
 	for _, size := range []int{2 << 20, 4 << 10} {
-		e := newEngine(t, func(c *config.Config) { c.Threads = 8 })
-		data := fakes.Pattern(20*size, 2)
-		slow := &fakes.SlowSource{Data: data, Latency: 2 * time.Millisecond}
-		src := NewSource(slow)
-		ranges := make([]ReadRange, 20)
-		for i := range ranges {
-			ranges[i] = ReadRange{Off: int64(i * size), Buf: make([]byte, size)}
-		}
-		futs, err := e.ReadV(context.Background(), src, ranges)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, f := range futs {
-			if n := mustWait(t, f); n != int64(size) {
-				t.Fatalf("read %d: %d bytes", i, n)
+		var peaks []int64
+		for attempt := 0; attempt < 5; attempt++ {
+			p := fanOutPeak(t, size)
+			peaks = append(peaks, p)
+			if p > 8 {
+				t.Fatalf("size %d: peak in flight %d exceeds 8 threads", size, p)
 			}
-			if !bytes.Equal(ranges[i].Buf, data[i*size:(i+1)*size]) {
-				t.Fatalf("read %d: bytes differ", i)
+			if p == 8 {
+				break
 			}
 		}
-		if p := slow.Gauge.Peak(); p != 8 {
-			t.Errorf("size %d: peak in flight inside the source = %d, want 8", size, p)
+		if peaks[len(peaks)-1] != 8 {
+			t.Errorf("size %d: peaks in flight inside the source %v, want 8", size, peaks)
 		}
-		if s := e.Stats(); s.OpsInline != 0 {
-			t.Errorf("size %d: %d slow reads ran inline", size, s.OpsInline)
-		}
-		src.Close()
 	}
+}
+
+func fanOutPeak(t *testing.T, size int) int64 {
+	e := newEngine(t, func(c *config.Config) { c.Threads = 8 })
+	data := fakes.Pattern(20*size, 2)
+	slow := &fakes.SlowSource{Data: data, Latency: 2 * time.Millisecond}
+	src := NewSource(slow)
+	defer src.Close()
+	ranges := make([]ReadRange, 20)
+	for i := range ranges {
+		ranges[i] = ReadRange{Off: int64(i * size), Buf: make([]byte, size)}
+	}
+	futs, err := e.ReadV(context.Background(), src, ranges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range futs {
+		if n := mustWait(t, f); n != int64(size) {
+			t.Fatalf("read %d: %d bytes", i, n)
+		}
+		if !bytes.Equal(ranges[i].Buf, data[i*size:(i+1)*size]) {
+			t.Fatalf("read %d: bytes differ", i)
+		}
+	}
+	if s := e.Stats(); s.OpsInline != 0 {
+		t.Errorf("size %d: %d slow reads ran inline", size, s.OpsInline)
+	}
+	return slow.Gauge.Peak()
 }
 
 // gatedSource holds every read until the gate opens, then serves data.
@@ -751,8 +771,10 @@ func TestNonConcurrentCallbackSerialised(t *testing.T) {
 	e := newEngine(t, nil)
 	data := fakes.Pattern(1<<20, 17)
 	var g fakes.Gauge
+	var order []int64 // written only under the serialisation being tested
 	cb, err := source.FromCallbacks(source.CallbackOptions{
 		Read: func(_ context.Context, p []byte, off int64) (int, error) {
+			order = append(order, off)
 			g.Enter()
 			defer g.Leave()
 			time.Sleep(time.Millisecond)
@@ -778,6 +800,11 @@ func TestNonConcurrentCallbackSerialised(t *testing.T) {
 	}
 	if g.Peak() != 1 {
 		t.Fatalf("non-concurrent callback ran %d at once", g.Peak())
+	}
+	for i := 1; i < len(order); i++ {
+		if order[i] < order[i-1] {
+			t.Fatalf("a serial source was called out of submission order: %v", order)
+		}
 	}
 }
 

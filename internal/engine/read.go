@@ -55,7 +55,7 @@ func (e *Engine) ReadV(ctx context.Context, src *Source, ranges []ReadRange) ([]
 			out[i] = future.Completed(e.notifier, 0, nil)
 			continue
 		}
-		req := &request{io: src.src.ReadAt, p: r.Buf[:n], off: r.Off, users: &src.users, isRead: true, onClosed: true}
+		req := &request{io: src.src.ReadAt, p: r.Buf[:n], off: r.Off, users: &src.users, isRead: true, onClosed: true, serial: src.serial}
 		inline := fast && n <= cfg.SmallReadThreshold
 		if err := src.users.acquire(split(n, cfg.TaskSize, inline), "source"); err != nil {
 			if i == 0 {

@@ -26,6 +26,7 @@ type request struct {
 	isRead   bool
 	onClosed bool // fail parts that start after Close
 	sink     *Sink
+	serial   *serial // non-nil for sources and sinks that take one call at a time
 }
 
 func checkRange(off int64, n int, what string) error {
@@ -68,7 +69,13 @@ func (e *Engine) submit(ctx context.Context, r *request, inline bool, ts int64) 
 			a := int64(i) * ts
 			b := min(a+ts, n)
 			last := i == parts-1
-			err := e.pool.Submit(ctx, func(wctx context.Context) { e.runPart(wctx, r, a, b, last) })
+			task := func(wctx context.Context) { e.runPart(wctx, r, a, b, last) }
+			var err error
+			if r.serial != nil {
+				err = r.serial.submit(e.pool, ctx, task)
+			} else {
+				err = e.pool.Submit(ctx, task)
+			}
 			if err != nil {
 				// Too deep a nesting: fail the part here.
 				r.users.release()

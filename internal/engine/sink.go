@@ -19,6 +19,7 @@ type Sink struct {
 	snk    sink.Sink
 	traits sink.Traits
 	users  users
+	serial *serial
 	next   atomic.Int64
 
 	errMu sync.Mutex
@@ -29,6 +30,9 @@ type Sink struct {
 func NewSink(s sink.Sink) *Sink {
 	k := &Sink{snk: s, traits: s.Traits()}
 	k.next.Store(s.AppendStart())
+	if !k.traits.Concurrent {
+		k.serial = &serial{}
+	}
 	return k
 }
 

@@ -14,11 +14,16 @@ type Source struct {
 	src    source.Source
 	traits source.Traits
 	users  users
+	serial *serial
 }
 
 // NewSource wraps s. The engine owns it from now on and closes it.
 func NewSource(s source.Source) *Source {
-	return &Source{src: s, traits: s.Traits()}
+	src := &Source{src: s, traits: s.Traits()}
+	if !src.traits.Concurrent {
+		src.serial = &serial{}
+	}
+	return src
 }
 
 // Underlying returns the wrapped source.

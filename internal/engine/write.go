@@ -74,7 +74,7 @@ func (e *Engine) WriteV(ctx context.Context, snk *Sink, ranges []WriteRange) ([]
 			out[i] = f
 			continue
 		}
-		req := &request{io: snk.snk.WriteAt, p: r.Buf, off: off, users: &snk.users, sink: snk}
+		req := &request{io: snk.snk.WriteAt, p: r.Buf, off: off, users: &snk.users, sink: snk, serial: snk.serial}
 		out[i] = e.submit(ctx, req, inline, cfg.TaskSize)
 	}
 	return out, nil

@@ -1,6 +1,10 @@
 package engine
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/colio-dev/colio/internal/atomicx"
+)
 
 // Stats is a snapshot of the engine counters.
 type Stats struct {
@@ -27,13 +31,7 @@ type counters struct {
 }
 
 func (c *counters) enter() {
-	v := c.inFlight.Add(1)
-	for {
-		p := c.peak.Load()
-		if v <= p || c.peak.CompareAndSwap(p, v) {
-			return
-		}
-	}
+	atomicx.StoreMax(&c.peak, c.inFlight.Add(1))
 }
 
 func (c *counters) leave() { c.inFlight.Add(-1) }

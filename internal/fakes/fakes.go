@@ -6,6 +6,8 @@
 package fakes
 
 import (
+	"github.com/colio-dev/colio/internal/atomicx"
+
 	"context"
 	"sync"
 	"sync/atomic"
@@ -25,13 +27,7 @@ type Gauge struct {
 // Enter records a call starting.
 func (g *Gauge) Enter() {
 	g.calls.Add(1)
-	v := g.now.Add(1)
-	for {
-		p := g.peak.Load()
-		if v <= p || g.peak.CompareAndSwap(p, v) {
-			return
-		}
-	}
+	atomicx.StoreMax(&g.peak, g.now.Add(1))
 }
 
 // Leave records a call ending.

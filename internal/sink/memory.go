@@ -1,6 +1,8 @@
 package sink
 
 import (
+	"github.com/colio-dev/colio/internal/atomicx"
+
 	"context"
 	"sync"
 	"sync/atomic"
@@ -40,12 +42,7 @@ func (m *Memory) WriteAt(_ context.Context, p []byte, off int64) (int, error) {
 		}
 		m.grow(end)
 	}
-	for {
-		cur := m.size.Load()
-		if end <= cur || m.size.CompareAndSwap(cur, end) {
-			break
-		}
-	}
+	atomicx.StoreMax(&m.size, end)
 	return len(p), nil
 }
 

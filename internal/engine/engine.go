@@ -33,6 +33,7 @@ type Engine struct {
 func New(cfg config.Config) *Engine {
 	e := &Engine{pool: pool.New(cfg.Threads), notifier: notify.New()}
 	e.cfg.Store(&cfg)
+	ensureProcs(cfg.Threads)
 	return e
 }
 
@@ -71,6 +72,7 @@ func (e *Engine) Set(key config.Key, v int64) error {
 	}
 	e.cfg.Store(&c)
 	if key == config.KeyThreads {
+		ensureProcs(c.Threads)
 		e.pool.SetLimit(c.Threads)
 	}
 	return nil

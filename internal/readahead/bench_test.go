@@ -3,6 +3,7 @@ package readahead
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -128,4 +129,52 @@ func BenchmarkSlowConsumer(b *testing.B) {
 	b.ReportMetric(float64(total)/1e6, "total-ms")
 	b.ReportMetric(float64(total)/float64(max(ioT, compute)), "total/max")
 	b.ReportMetric(float64(total)/float64(ioT+compute), "total/sum")
+}
+
+// BenchmarkDefaults sweeps buffer size and depth for the two workloads the
+// defaults must serve: 4-byte reads of a local file (per-fill overhead) and
+// a decoder over a 2 ms-latency source (latency hiding).
+//
+//	go test -run '^$' -bench Defaults -benchtime 3x ./internal/readahead/
+func BenchmarkDefaults(b *testing.B) {
+	const size = 64 << 20
+	data := fakes.Pattern(size, 3)
+	p := filepath.Join(b.TempDir(), "f.bin")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	// Engines are made inside each sub-benchmark: the testing package
+	// resets GOMAXPROCS before each, and the engine raises it (see
+	// engine/procs.go).
+	for _, bs := range []int{64 << 10, 256 << 10, 1 << 20, 4 << 20} {
+		b.Run(fmt.Sprintf("local-4B/buffer=%dKiB", bs>>10), func(b *testing.B) {
+			buf := make([]byte, 4)
+			e := newEngine()
+			for i := 0; i < b.N; i++ {
+				f, _ := source.OpenFile(p)
+				src := engine.NewSource(f)
+				s, _ := Open(context.Background(), e, src, 0, bs, DefaultDepth)
+				for {
+					if _, err := io.ReadFull(s, buf); err != nil {
+						break
+					}
+				}
+				s.Close()
+				src.Close()
+			}
+			b.SetBytes(size)
+		})
+	}
+	slow := engine.NewSource(&fakes.SlowSource{Data: data[:16<<20], Latency: 2 * time.Millisecond})
+	for _, depth := range []int{1, 2, 4, 8} {
+		b.Run(fmt.Sprintf("latency-2ms/buffer=1MiB/depth=%d", depth), func(b *testing.B) {
+			e := newEngine()
+			for i := 0; i < b.N; i++ {
+				s, _ := Open(context.Background(), e, slow, 0, DefaultBufferSize, depth)
+				io.Copy(io.Discard, s)
+				s.Close()
+			}
+			b.SetBytes(16 << 20)
+		})
+	}
 }

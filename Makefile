@@ -6,7 +6,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 LIB := build/lib/libcolio.so
 
-.PHONY: all lib demo test test-go test-c test-python bench bench-go clean
+.PHONY: all lib venv demo test test-go test-c test-python bench bench-go bench-python clean
 
 all: lib
 
@@ -18,8 +18,21 @@ $(LIB): $(GO_SRC) build.sh
 
 lib: $(LIB)
 
-demo:
-	$(GO) run ./cmd/colio-demo
+# The Python virtual environment: the package (editable, loading
+# build/lib/libcolio.so) with its test extras from PyPI. Rebuilt when the
+# packaging files change.
+VENV_STAMP := $(VENV)/.colio-installed
+$(VENV_STAMP): pyproject.toml setup.py
+	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
+	COLIO_SKIP_GO_BUILD=1 $(VPY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $@
+
+venv: $(VENV_STAMP)
+
+# README's first command: build everything, then colio vs a plain Python
+# loop on generated data (a local file, and fsspec with 2 ms latency).
+demo: lib venv
+	$(VPY) -m colio bench
 
 test: test-go test-c
 
@@ -30,6 +43,12 @@ test-go:
 # C tests against the built library (issue 3).
 test-c: lib
 	$(MAKE) -C tests/c
+
+test-python: lib venv
+	$(VPY) -m pytest -q tests/python
+
+bench-python: lib venv
+	$(VPY) bench/python_fanout.py
 
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchtime 5x ./internal/engine/

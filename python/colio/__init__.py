@@ -1,0 +1,128 @@
+"""colio: eager, parallel I/O for Python, over libcolio.so.
+
+    import colio
+    with colio.source("data.parquet") as src:          # or "s3://...", "https://..."
+        futs = src.read_ranges_async([(0, 4096), (1 << 20, 1 << 20)])   # I/O starts now
+        first, second = (f.result() for f in futs)
+
+``import colio`` is cheap: the library is loaded on first use, and numpy,
+fsspec and asyncio are imported only by the calls that need them.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "__version__", "source", "from_fsspec", "from_callable", "from_buffer", "sink",
+    "Source", "Sink", "Future", "get_config", "set_config", "stats", "library_version",
+    "library_path", "ColioError", "InvalidArgumentError", "ColioIOError", "NotFoundError",
+    "ClosedError", "ColioTimeoutError", "ColioCancelledError", "NotSupportedError",
+    "CallbackError", "NoSpaceError", "ForkError", "InternalError",
+]
+
+# name -> module that defines it; imported on first access.
+_LAZY = {
+    "source": "_source", "from_callable": "_source", "from_buffer": "_source",
+    "Source": "_source", "from_fsspec": "_fsspec",
+    "sink": "_sink", "Sink": "_sink",
+    "Future": "_future",
+    "ColioError": "_errors", "InvalidArgumentError": "_errors", "ColioIOError": "_errors",
+    "NotFoundError": "_errors", "ClosedError": "_errors", "ColioTimeoutError": "_errors",
+    "ColioCancelledError": "_errors", "NotSupportedError": "_errors",
+    "CallbackError": "_errors", "NoSpaceError": "_errors", "ForkError": "_errors",
+    "InternalError": "_errors",
+}
+
+_CONFIG_KEYS = ("threads", "task_size", "small_read_threshold", "small_write_threshold",
+                "bounce_buffer_size")
+
+
+def __getattr__(name):
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'colio' has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module("colio." + mod), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
+def _loaded():
+    from . import _lib
+    return _lib.L or _lib.load()
+
+
+def library_version() -> str:
+    """The loaded library's version (loads it)."""
+    return _loaded().colio_version().decode()
+
+
+def library_path() -> str:
+    """The path of the loaded library (loads it)."""
+    return _loaded().path
+
+
+def get_config() -> dict:
+    """The engine settings: threads, task_size, small_read_threshold,
+    small_write_threshold, bounce_buffer_size."""
+    import ctypes
+    from ._errors import last_error
+    L = _loaded()
+    out = {}
+    v = ctypes.c_int64(0)
+    for key in _CONFIG_KEYS:
+        rc = L.colio_config_get_int(key.encode(), ctypes.byref(v))
+        if rc:
+            raise last_error(rc)
+        out[key] = v.value
+    return out
+
+
+def set_config(**settings) -> None:
+    """Changes engine settings at run time, e.g. ``set_config(threads=16)``.
+    Unknown keys and out-of-range values raise InvalidArgumentError (a
+    ValueError); nothing is changed for a key that fails."""
+    from ._buffers import index
+    from ._errors import last_error
+    L = _loaded()
+    for key, value in settings.items():
+        rc = L.colio_config_set_int(key.encode(), index(value, key))
+        if rc:
+            raise last_error(rc)
+
+
+def stats() -> dict:
+    """The engine counters: ops_submitted, ops_inline, tasks, bytes_read,
+    bytes_written, in_flight, peak_in_flight, errors, queued."""
+    import ctypes
+    from . import _lib
+    from ._errors import last_error
+    L = _loaded()
+    c = _lib.Counters()
+    c.struct_size = ctypes.sizeof(c)
+    rc = L.colio_stats(ctypes.byref(c))
+    if rc:
+        raise last_error(rc)
+    return {name: getattr(c, name) for name, _ in _lib.Counters._fields_ if name != "struct_size"}
+
+
+def _at_exit():
+    """Drains operations that call back into Python before the interpreter
+    finalises: every C future in flight ends and has its completion
+    delivered, then sources backed by Python callbacks are closed (their
+    running reads end first), so no callback can start afterwards."""
+    import sys
+    if "colio._lib" not in sys.modules or sys.modules["colio._lib"].L is None:
+        return
+    try:
+        from . import _future, _source
+        _future.drain(timeout=10.0)
+        _source.drain_at_exit()
+        _future.drain(timeout=10.0)
+    except Exception:
+        pass

@@ -1,0 +1,169 @@
+"""colio's exceptions and the mapping from C status codes to them.
+
+Every failure raises a :class:`ColioError` subclass carrying ``code`` (the
+negative ``COLIO_E*`` status), ``message`` (the library's message) and
+``errno`` (the OS errno, 0 if none). Each subclass also derives from the
+built-in exception users expect, so ``except FileNotFoundError`` or
+``except ValueError`` keep working.
+"""
+
+from __future__ import annotations
+
+import errno as _errno
+import io
+from concurrent.futures import CancelledError as _CancelledError
+
+from . import _lib
+
+
+def _rebuild(cls, message, code, errno):
+    return cls(message, code=code, errno=errno)
+
+
+class ColioError(Exception):
+    """Base of every colio error."""
+
+    default_code = _lib.EINTERNAL
+    default_errno = 0
+
+    def __init__(self, message: str = "", *, code: int | None = None, errno: int = 0):
+        errno = errno or self.default_errno
+        if isinstance(self, OSError):
+            if errno:
+                OSError.__init__(self, errno, message)
+            else:
+                OSError.__init__(self, message)
+        else:
+            Exception.__init__(self, message)
+            self.errno = errno
+        self.message = message
+        self.code = self.default_code if code is None else code
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r}, code={self.code}, errno={self.errno})"
+
+    def __reduce__(self):
+        return _rebuild, (type(self), self.message, self.code, self.errno)
+
+
+class InvalidArgumentError(ColioError, ValueError):
+    """COLIO_EINVAL: a bad argument (negative offset, read past the end,
+    unknown setting, freed handle...)."""
+    default_code = _lib.EINVAL
+
+
+class ColioIOError(ColioError, OSError):
+    """COLIO_EIO: the OS reported an I/O error; ``errno`` says which."""
+    default_code = _lib.EIO
+    default_errno = _errno.EIO
+
+
+class NotFoundError(ColioError, FileNotFoundError):
+    """COLIO_ENOTFOUND: no such file."""
+    default_code = _lib.ENOTFOUND
+    default_errno = _errno.ENOENT
+
+
+class ColioPermissionError(ColioError, PermissionError):
+    default_code = _lib.EIO
+    default_errno = _errno.EACCES
+
+
+class ColioIsADirectoryError(ColioError, IsADirectoryError):
+    default_code = _lib.EIO
+    default_errno = _errno.EISDIR
+
+
+class ClosedError(ColioError, ValueError):
+    """COLIO_ECLOSED: the source or sink was closed (like Python's
+    "I/O operation on closed file", a ValueError)."""
+    default_code = _lib.ECLOSED
+
+
+class ColioTimeoutError(ColioError, TimeoutError):
+    """COLIO_ETIMEDOUT: a wait timed out; the operation goes on."""
+    default_code = _lib.ETIMEDOUT
+    default_errno = _errno.ETIMEDOUT
+
+
+class ColioCancelledError(ColioError, _CancelledError):
+    """COLIO_ECANCELLED: the operation was cancelled."""
+    default_code = _lib.ECANCELLED
+
+
+class NotSupportedError(ColioError, io.UnsupportedOperation):
+    """COLIO_ENOTSUP: not supported by this build or handle."""
+    default_code = _lib.ENOTSUP
+
+
+class CallbackError(ColioError):
+    """COLIO_ECALLBACK: a user callback reported failure (a Python exception
+    raised in a callback is re-raised as itself instead)."""
+    default_code = _lib.ECALLBACK
+
+
+class NoSpaceError(ColioError, OSError):
+    """COLIO_ENOSPC: disk full, or a memory sink is full."""
+    default_code = _lib.ENOSPC
+    default_errno = _errno.ENOSPC
+
+
+class ForkError(ColioError, RuntimeError):
+    """COLIO_EFORK: colio was called in a child process after fork()."""
+    default_code = _lib.EFORK
+
+
+class InternalError(ColioError, RuntimeError):
+    """COLIO_EINTERNAL: a bug in colio; the message says where."""
+    default_code = _lib.EINTERNAL
+
+
+_BY_CODE = {
+    _lib.EINVAL: InvalidArgumentError,
+    _lib.EIO: ColioIOError,
+    _lib.ENOTFOUND: NotFoundError,
+    _lib.ECLOSED: ClosedError,
+    _lib.ETIMEDOUT: ColioTimeoutError,
+    _lib.ECANCELLED: ColioCancelledError,
+    _lib.ENOTSUP: NotSupportedError,
+    _lib.ECALLBACK: CallbackError,
+    _lib.ENOSPC: NoSpaceError,
+    _lib.EFORK: ForkError,
+    _lib.EINTERNAL: InternalError,
+}
+
+# An I/O failure whose errno has a more precise built-in exception.
+_BY_ERRNO = {
+    _errno.ENOENT: NotFoundError,
+    _errno.EACCES: ColioPermissionError,
+    _errno.EPERM: ColioPermissionError,
+    _errno.EISDIR: ColioIsADirectoryError,
+    _errno.ENOSPC: NoSpaceError,
+    _errno.ETIMEDOUT: ColioTimeoutError,
+}
+
+
+def make_error(code: int, message: str | bytes | None, errnum: int = 0) -> ColioError:
+    """The exception for a C status code."""
+    if isinstance(message, bytes):
+        message = message.decode("utf-8", "replace")
+    if not message:
+        message = f"colio: error {code}"
+    cls = _BY_CODE.get(code, InternalError)
+    if code in (_lib.EIO, _lib.ECALLBACK) and errnum in _BY_ERRNO:
+        cls = _BY_ERRNO[errnum]
+    return cls(message, code=code, errno=errnum)
+
+
+def last_error(code: int) -> ColioError:
+    """The exception for a failed call made just now on this thread."""
+    L = _lib.L
+    return make_error(code, L.colio_last_error(), L.colio_last_errno())
+
+
+def check(code: int) -> None:
+    if code != 0:
+        raise last_error(code)

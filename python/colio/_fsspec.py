@@ -1,0 +1,228 @@
+"""fsspec sources.
+
+Every range is read with ``fs.cat_file(path, start, end)`` (or the async
+``fs._cat_file``): never through one file object shared across threads, so
+reads of one source run concurrently.
+
+Two ways to run the requests:
+
+``via="workers"`` (the default for synchronous file systems: local,
+memory, SFTP...)
+    A callback source (concurrent, not fast: never inlined) whose read
+    callback calls ``fs.cat_file`` on colio's workers. Up to ``threads``
+    (COLIO_NTHREADS) requests are in flight per source call level, and the
+    engine splits large ranges into ``task_size`` pieces.
+
+``via="loop"`` (the default for async file systems: HTTP, S3, GCS...)
+    A blocking callback would hold one colio worker per request, so at most
+    ``threads`` requests could be in flight. Instead, reads are issued as
+    coroutines (``fs._cat_file``) on the file system's own event loop, one
+    task per range (large ranges split at ``task_size``), at most
+    ``max_in_flight`` at once (default 256; aiohttp's connection pool may
+    cap it lower), and complete colio.Future objects from the loop. No
+    thread per request; hundreds can be in flight. The counters of
+    ``colio.stats()`` do not see these reads.
+
+Either way a response longer than the range asked for (a server that
+ignores ``Range``) is an error, never silently sliced.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+from . import _future
+from ._buffers import index, view_of
+from ._errors import ClosedError, ColioIOError, InvalidArgumentError
+from ._source import Source, callback_source
+
+DEFAULT_MAX_IN_FLIGHT = 256
+
+
+def _too_long(path, got, asked, offset):
+    return ColioIOError(
+        f"colio: {path}: asked for {asked} bytes at offset {offset} and got {got} "
+        "(does the server ignore Range?)")
+
+
+def _copy(addr: int, data, k: int) -> None:
+    if type(data) is bytes:
+        ctypes.memmove(addr, data, k)  # releases the GIL while copying
+    else:
+        view_of(addr, k)[:] = memoryview(data).cast("B")[:k]
+
+
+def from_fsspec(fs, path: str, *, via: str = "auto", max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+                size: int | None = None) -> Source:
+    """A source over ``path`` on the fsspec file system ``fs``.
+
+    via: "auto" (loop for async file systems, workers otherwise), "workers"
+    or "loop" (see the module documentation). size: the file's size if
+    known (saves a metadata request).
+    """
+    if not hasattr(fs, "cat_file"):
+        raise TypeError(f"colio.from_fsspec: {type(fs).__name__} is not an fsspec file system")
+    is_async = bool(getattr(fs, "async_impl", False))
+    if via == "auto":
+        via = "loop" if is_async else "workers"
+    if via not in ("workers", "loop"):
+        raise ValueError(f"colio.from_fsspec: via must be 'auto', 'workers' or 'loop', not {via!r}")
+    if via == "loop" and not is_async:
+        raise ValueError(f"colio.from_fsspec: via='loop' needs an async file system; "
+                         f"{type(fs).__name__} is synchronous")
+    max_in_flight = index(max_in_flight, "max_in_flight")
+    if max_in_flight < 1:
+        raise InvalidArgumentError("colio.from_fsspec: max_in_flight must be at least 1")
+    if size is None:
+        size = fs.size(path)
+        if size is None:
+            raise ColioIOError(f"colio: {path}: the file system does not report its size; pass size=")
+    size = index(size, "size")
+
+    if is_async:
+        from fsspec.asyn import sync
+
+        loop, cat_async = fs.loop, fs._cat_file
+
+        def cat(start, end):
+            return sync(loop, cat_async, path, start=start, end=end)
+    else:
+        cat_sync = fs.cat_file
+
+        def cat(start, end):
+            return cat_sync(path, start=start, end=end)
+
+    def fn(addr, n, offset):
+        data = cat(offset, offset + n)
+        k = len(data)
+        if k > n:
+            raise _too_long(path, k, n, offset)
+        if k:
+            _copy(addr, data, k)
+        return k
+
+    proto = fs.protocol[0] if isinstance(fs.protocol, (tuple, list)) else fs.protocol
+    name = path if "://" in path else f"{proto}://{path}"
+    src = callback_source(fn, size, concurrent=True, fast=False, kind="fsspec",
+                          description=(_rebuild, (fs, path, via, max_in_flight, None)),
+                          name=name, keep=(fs,))
+    src.fs, src.path, src.via = fs, path, via
+    if via == "loop":
+        src._loop = _LoopReader(fs, path, size, max_in_flight)
+    return src
+
+
+def _rebuild(fs, path, via, max_in_flight, size):
+    return from_fsspec(fs, path, via=via, max_in_flight=max_in_flight, size=size)
+
+
+class _LoopReader:
+    """Runs a source's reads as coroutines on an async file system's loop."""
+
+    def __init__(self, fs, path, size, max_in_flight):
+        from . import get_config
+        self.fs = fs
+        self.path = path
+        self.size = size
+        self.max_in_flight = max_in_flight
+        self.chunk = max(int(get_config()["task_size"]), 1)
+        self._sem = None
+        self.in_flight = 0
+        self.peak_in_flight = 0
+
+    async def _cat(self, off, n):
+        import asyncio
+        if self._sem is None:
+            self._sem = asyncio.Semaphore(self.max_in_flight)
+        async with self._sem:
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            try:
+                data = await self.fs._cat_file(self.path, start=off, end=off + n)
+            finally:
+                self.in_flight -= 1
+        if len(data) > n:
+            raise _too_long(self.path, len(data), n, off)
+        return data
+
+    async def _fill(self, addr, n, off):
+        """Reads [off, off+n) into addr; returns the bytes read."""
+        import asyncio
+        if n == 0:
+            return 0
+        if n <= self.chunk:
+            parts = [(off, n)]
+            datas = [await self._cat(off, n)]
+        else:
+            parts = [(off + i, min(self.chunk, n - i)) for i in range(0, n, self.chunk)]
+            datas = await asyncio.gather(*(self._cat(o, s) for o, s in parts))
+        total = 0
+        for (o, s), d in zip(parts, datas):
+            k = len(d)
+            if k:
+                _copy(addr + (o - off), d, k)
+            total += k
+            if k < s:
+                break  # the source ended early
+        return total
+
+    async def _one(self, fut, addr, n, off):
+        try:
+            got = await self._fill(addr, n, off)
+        except BaseException as e:  # noqa: BLE001 - fail the future, whatever it is
+            fut._pin = None
+            try:
+                fut.set_exception(e)
+            except Exception:
+                pass
+            if not isinstance(e, Exception):
+                raise
+            return
+        fut._finish(0, got)
+
+    async def _batch(self, work):
+        import asyncio
+        await asyncio.gather(*(self._one(*w) for w in work), return_exceptions=True)
+
+    def _check(self, src, n, off):
+        if src._closed:
+            raise ClosedError(f"colio: I/O operation on a closed source ({src.name})")
+        if off > self.size:
+            raise InvalidArgumentError(
+                f"colio: read at offset {off} starts past the end of the source ({self.size} bytes)")
+        return min(n, self.size - off)
+
+    def submit(self, src, items):
+        import asyncio
+        checked = [self._check(src, n, off) for (_, _, n, off, _) in items]
+        futs, work = [], []
+        for (pin, addr, _, off, wrap), n in zip(items, checked):
+            f = _future.Future()
+            f._pin, f._wrap, f._owner = pin, wrap, src
+            futs.append(f)
+            work.append((f, addr, n, off))
+        if work:
+            asyncio.run_coroutine_threadsafe(self._batch(work), self.fs.loop)
+        return futs
+
+    def read_into(self, src, pin, addr, n, off):
+        from fsspec.asyn import sync
+        n = self._check(src, n, off)
+        return sync(self.fs.loop, self._fill, addr, n, off)
+
+    def read_bytes(self, src, off, n):
+        from fsspec.asyn import sync
+        n = self._check(src, n, off)
+        if n == 0:
+            return b""
+        if n <= self.chunk:
+            data = sync(self.fs.loop, self._cat, off, n)
+            return data if type(data) is bytes else bytes(data)
+        buf = bytearray(n)
+        pin = (ctypes.c_char * n).from_buffer(buf)
+        got = self.read_into(src, pin, ctypes.addressof(pin), n, off)
+        del pin
+        return bytes(memoryview(buf)[:got])
+
+    def close(self):
+        pass

@@ -1,0 +1,271 @@
+"""Loading libcolio.so and the ctypes declaration of every C function.
+
+This is the only module that names C functions. Each entry of ``FUNCTIONS``
+mirrors one prototype of ``include/colio.h``; ``tests/python/test_header.py``
+parses the header and checks that every declared function is here with the
+same argument and return types (and that nothing here is missing from it).
+
+The library is loaded lazily, on the first call that needs it, so that
+``import colio`` stays cheap. Lookup order:
+
+1. ``COLIO_LIBRARY`` (a path to the shared library), if set;
+2. the package folder (``colio/libcolio.so``, put there by ``pip install``);
+   a CUDA build (``colio/libcolio_cuda.so``) is preferred only when the
+   package holds one, ``COLIO_CUDA`` is not ``0`` and a ctypes probe shows
+   that ``libcuda.so.1`` loads and ``cuInit(0)`` finds a device;
+3. the repository's ``build/lib/libcolio.so`` (development checkouts).
+
+Only one library is ever loaded in a process, and it is never unloaded
+(the Go runtime cannot be).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from ctypes import (POINTER, Structure, c_char_p, c_int, c_int64, c_size_t,
+                    c_uint32, c_void_p)
+
+# ---- constants (mirroring colio.h) -----------------------------------------
+
+OK = 0
+EINVAL = -1
+EIO = -2
+ENOTFOUND = -3
+ECLOSED = -4
+ETIMEDOUT = -5
+ECANCELLED = -6
+ENOTSUP = -7
+ECALLBACK = -8
+ENOSPC = -9
+EFORK = -10
+EINTERNAL = -11
+
+WAIT_FOREVER = -1
+APPEND = -1
+
+CALLBACK_CONCURRENT = 1
+CALLBACK_FAST = 2
+
+SINK_CREATE = 1
+SINK_TRUNCATE = 2
+SINK_APPEND = 4
+
+# ---- types --------------------------------------------------------------------
+
+# Opaque handles are tokens, passed around as c_void_p (an int or None).
+handle_p = c_void_p
+
+
+class Counters(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("ops_submitted", c_int64),
+        ("ops_inline", c_int64),
+        ("tasks", c_int64),
+        ("bytes_read", c_int64),
+        ("bytes_written", c_int64),
+        ("in_flight", c_int64),
+        ("peak_in_flight", c_int64),
+        ("errors", c_int64),
+        ("queued", c_int64),
+    ]
+
+
+READ_FN = ctypes.CFUNCTYPE(c_int64, c_void_p, c_void_p, c_int64, c_int64)
+WRITE_FN = ctypes.CFUNCTYPE(c_int64, c_void_p, c_void_p, c_int64, c_int64)
+FLUSH_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_int)
+RELEASE_FN = ctypes.CFUNCTYPE(None, c_void_p)
+FUTURE_CALLBACK = ctypes.CFUNCTYPE(None, c_void_p, handle_p, c_int, c_int64)
+
+
+class SourceCallbacks(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("ctx", c_void_p),
+        ("read", READ_FN),
+        ("release", RELEASE_FN),
+        ("flags", c_uint32),
+    ]
+
+
+class SinkCallbacks(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("ctx", c_void_p),
+        ("write", WRITE_FN),
+        ("flush", FLUSH_FN),
+        ("release", RELEASE_FN),
+        ("flags", c_uint32),
+        ("append_start", c_int64),
+    ]
+
+
+class Range(Structure):
+    _fields_ = [
+        ("offset", c_int64),
+        ("size", c_int64),
+        ("buf", c_void_p),
+    ]
+
+
+# Struct layouts, checked against the header by the tests.
+STRUCTS = {
+    "colio_counters": Counters,
+    "colio_source_callbacks": SourceCallbacks,
+    "colio_sink_callbacks": SinkCallbacks,
+    "colio_range": Range,
+}
+
+# Function-pointer typedefs of the header, checked by the tests too.
+CALLBACK_TYPES = {"colio_future_callback": FUTURE_CALLBACK}
+
+# ---- every function of colio.h: name -> (restype, argtypes) ----------------
+
+_p_handle = POINTER(handle_p)
+_p_i64 = POINTER(c_int64)
+_p_int = POINTER(c_int)
+
+FUNCTIONS = {
+    # library
+    "colio_version": (c_char_p, []),
+    "colio_last_error": (c_char_p, []),
+    "colio_last_errno": (c_int, []),
+    "colio_config_set_int": (c_int, [c_char_p, c_int64]),
+    "colio_config_get_int": (c_int, [c_char_p, _p_i64]),
+    "colio_stats": (c_int, [POINTER(Counters)]),
+    # sources
+    "colio_source_open_file": (c_int, [c_char_p, _p_handle]),
+    "colio_source_from_memory": (c_int, [c_void_p, c_int64, _p_handle]),
+    "colio_source_from_callbacks": (c_int, [POINTER(SourceCallbacks), c_int64, _p_handle]),
+    "colio_source_size": (c_int, [handle_p, _p_i64]),
+    "colio_source_free": (c_int, [handle_p]),
+    # reads
+    "colio_read": (c_int, [handle_p, c_void_p, c_int64, c_int64, _p_i64]),
+    "colio_read_async": (c_int, [handle_p, c_void_p, c_int64, c_int64, _p_handle]),
+    "colio_readv_async": (c_int, [handle_p, POINTER(Range), c_int64, _p_handle]),
+    # sinks
+    "colio_sink_open_file": (c_int, [c_char_p, c_int, _p_handle]),
+    "colio_sink_from_memory": (c_int, [c_void_p, c_int64, _p_handle]),
+    "colio_sink_void": (c_int, [_p_handle]),
+    "colio_sink_from_callbacks": (c_int, [POINTER(SinkCallbacks), _p_handle]),
+    "colio_sink_flush": (c_int, [handle_p, c_int]),
+    "colio_sink_size": (c_int, [handle_p, _p_i64]),
+    "colio_sink_free": (c_int, [handle_p]),
+    # writes
+    "colio_write": (c_int, [handle_p, c_void_p, c_int64, c_int64, _p_i64]),
+    "colio_write_async": (c_int, [handle_p, c_void_p, c_int64, c_int64, _p_handle]),
+    "colio_writev_async": (c_int, [handle_p, POINTER(Range), c_int64, _p_handle]),
+    # futures
+    "colio_future_wait": (c_int, [handle_p, c_int64, _p_i64]),
+    "colio_future_done": (c_int, [handle_p]),
+    "colio_future_cancel": (c_int, [handle_p, _p_int]),
+    "colio_future_on_done": (c_int, [handle_p, FUTURE_CALLBACK, c_void_p]),
+    "colio_future_error": (c_int, [handle_p, POINTER(c_char_p), _p_int]),
+    "colio_future_offset": (c_int, [handle_p, _p_i64]),
+    "colio_future_free": (c_int, [handle_p]),
+}
+
+
+class Library:
+    """The loaded library: one attribute per C function, plus ``path``."""
+
+    def __init__(self, dll: ctypes.CDLL, path: str):
+        self.dll = dll
+        self.path = path
+        missing = []
+        for name, (restype, argtypes) in FUNCTIONS.items():
+            try:
+                fn = getattr(dll, name)
+            except AttributeError:
+                missing.append(name)
+                continue
+            fn.restype = restype
+            fn.argtypes = argtypes
+            setattr(self, name, fn)
+        if missing:
+            raise ImportError(f"colio: {path} lacks {', '.join(missing)}: "
+                              "is it an older or foreign libcolio?")
+
+
+_lock = threading.Lock()
+L: Library | None = None  # set once loaded; hot paths read it directly
+_load_error: BaseException | None = None
+
+
+def _package_dir() -> str:
+    return os.path.dirname(os.path.abspath(__file__))
+
+
+def _cuda_usable() -> bool:
+    """Probe the CUDA driver through ctypes, without loading the CUDA build
+    (whose Go init exits the process when cuInit fails)."""
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+        if cuda.cuInit(0) != 0:
+            return False
+        n = c_int(0)
+        return cuda.cuDeviceGetCount(ctypes.byref(n)) == 0 and n.value > 0
+    except (OSError, AttributeError):
+        return False
+
+
+def candidates() -> list[str]:
+    """Where the library is looked for, in order."""
+    env = os.environ.get("COLIO_LIBRARY")
+    if env:
+        return [env]
+    pkg = _package_dir()
+    out = []
+    cuda = os.path.join(pkg, "libcolio_cuda.so")
+    if os.path.exists(cuda) and os.environ.get("COLIO_CUDA", "") != "0" and _cuda_usable():
+        out.append(cuda)
+    out.append(os.path.join(pkg, "libcolio.so"))
+    out.append(os.path.join(os.path.dirname(os.path.dirname(pkg)), "build", "lib", "libcolio.so"))
+    return out
+
+
+def load() -> Library:
+    """Returns the library, loading it on first use (thread-safe)."""
+    global L, _load_error
+    if L is not None:
+        return L
+    with _lock:
+        if L is not None:
+            return L
+        if _load_error is not None:
+            raise ImportError(str(_load_error)) from _load_error
+        tried = []
+        env = bool(os.environ.get("COLIO_LIBRARY"))
+        for path in candidates():
+            if not env and not os.path.exists(path):
+                tried.append(f"{path} (missing)")
+                continue
+            try:
+                dll = ctypes.CDLL(path)
+            except OSError as e:
+                tried.append(f"{path} ({e})")
+                if env:
+                    break
+                continue
+            try:
+                lib = Library(dll, path)
+            except ImportError as e:
+                _load_error = e
+                raise
+            L = lib
+            import atexit
+            atexit.register(_at_exit)
+            return lib
+        err = ImportError("colio: cannot load libcolio.so; tried: " + "; ".join(tried) +
+                          ". Build it with `make lib` or install the package with pip, "
+                          "or set COLIO_LIBRARY.")
+        raise err
+
+
+def _at_exit():
+    import sys
+    colio = sys.modules.get("colio")
+    if colio is not None:
+        colio._at_exit()

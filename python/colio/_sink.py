@@ -1,0 +1,188 @@
+"""colio.Sink: eager writes at offsets or appended."""
+
+from __future__ import annotations
+
+import os
+import threading
+from ctypes import byref, c_int64, c_void_p
+
+from . import _lib, _future
+from ._buffers import index, readable, writable
+from ._errors import ClosedError, last_error
+
+_MODES = {
+    "w": _lib.SINK_CREATE | _lib.SINK_TRUNCATE,
+    "wb": _lib.SINK_CREATE | _lib.SINK_TRUNCATE,
+    "a": _lib.SINK_CREATE | _lib.SINK_APPEND,
+    "ab": _lib.SINK_CREATE | _lib.SINK_APPEND,
+    "r+": 0,
+    "r+b": 0,
+    "rb+": 0,
+}
+
+
+def _lib_now():
+    L = _lib.L
+    return L if L is not None else _lib.load()
+
+
+class Sink:
+    """A destination for eager writes. ``write_async`` reserves its offset
+    at call time (appends in call order), so parallel writes land where a
+    serial writer would have put them. Thread-safe."""
+
+    _keep_errors = False
+
+    def __init__(self, handle, kind: str, description, *, keep=(), name: str = ""):
+        self._handle = handle
+        self.kind = kind
+        self._description = description
+        self._keep = keep
+        self.name = name
+        self._closed = False
+        self._lock = threading.Lock()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _h(self):
+        if self._closed:
+            raise ClosedError(f"colio: I/O operation on a closed sink ({self.name or self.kind})")
+        return self._handle
+
+    @staticmethod
+    def _offset(offset):
+        return _lib.APPEND if offset is None else index(offset, "offset")
+
+    def write_async(self, buf, offset: int | None = None) -> "_future.Future":
+        """Starts writing all of buf (``nbytes``) at offset (None: append at
+        the next reserved offset); the future's result is the number of
+        bytes written and its ``offset`` attribute where they went. buf
+        stays alive and locked until the future is done: do not change it
+        meanwhile."""
+        pin, addr, n = readable(buf, "the data to write")
+        off = self._offset(offset)
+        L = _lib.L or _lib.load()
+        if _future._to_free:
+            _future._drain_free(L)
+        h = c_void_p()
+        rc = L.colio_write_async(self._h(), addr, n, off, byref(h))
+        if rc:
+            raise last_error(rc)
+        fut = _future.Future()
+        fut._pin, fut._addr, fut._size, fut._owner = pin, addr, n, self
+        if offset is None:
+            o = c_int64(0)
+            if L.colio_future_offset(h.value, byref(o)) == 0:
+                fut.offset = o.value
+        else:
+            fut.offset = off
+        return _future.track(L, fut, h.value)
+
+    def write(self, buf, offset: int | None = None) -> int:
+        """Writes all of buf at offset (None: append) and returns the bytes
+        written."""
+        pin, addr, n = readable(buf, "the data to write")
+        off = self._offset(offset)
+        L = _lib.L or _lib.load()
+        out = c_int64(0)
+        rc = L.colio_write(self._h(), addr, n, off, byref(out))
+        if rc:
+            raise last_error(rc)
+        return out.value
+
+    def flush(self, fsync: bool = False) -> None:
+        """Waits for the writes in flight, then flushes (fsync=True: to
+        stable storage). Raises the first write error the sink ever had."""
+        L = _lib_now()
+        rc = L.colio_sink_flush(self._h(), 1 if fsync else 0)
+        if rc:
+            raise last_error(rc)
+
+    @property
+    def size(self) -> int:
+        """The highest end written so far."""
+        L = _lib_now()
+        out = c_int64(0)
+        rc = L.colio_sink_size(self._h(), byref(out))
+        if rc:
+            raise last_error(rc)
+        return out.value
+
+    def close(self) -> None:
+        """Waits for every accepted write, flushes and closes. Raises the
+        sink's first write error, if any. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        h, self._handle = self._handle, None
+        if h is not None and _lib.L is not None:
+            rc = _lib.L.colio_sink_free(h)
+            self._keep = ()
+            if rc:
+                raise last_error(rc)
+        self._keep = ()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            if not self._closed and self._handle is not None and _lib.L is not None:
+                self.close()
+        except Exception:
+            pass
+
+    def __reduce__(self):
+        if self.kind == "memory":
+            raise TypeError("colio: a memory sink cannot be pickled")
+        return self._description
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<colio.Sink {self.kind} {self.name!r} {state}>"
+
+
+def _open_file(path: str, flags: int, mode_for_pickle: str) -> Sink:
+    L = _lib_now()
+    h = c_void_p()
+    rc = L.colio_sink_open_file(os.fsencode(path), flags, byref(h))
+    if rc:
+        raise last_error(rc)
+    # Unpickled elsewhere, a sink never truncates: it reopens without it.
+    reopen = _MODES[mode_for_pickle] & ~_lib.SINK_TRUNCATE
+    return Sink(h.value, "file", (_open_file, (path, reopen, mode_for_pickle)), name=path)
+
+
+def sink(target, mode: str = "w") -> Sink:
+    """Opens a sink.
+
+    target: a local path (mode "w" creates or truncates, "a" appends after
+    the current end, "r+" writes into an existing file), a writable buffer
+    (a memory sink that never writes past its end), or None (a sink that
+    discards everything, for measurements).
+    """
+    if target is None:
+        L = _lib_now()
+        h = c_void_p()
+        rc = L.colio_sink_void(byref(h))
+        if rc:
+            raise last_error(rc)
+        return Sink(h.value, "void", (sink, (None,)), name="void")
+    if isinstance(target, (str, bytes, os.PathLike)):
+        path = os.fsdecode(target)
+        if not isinstance(mode, str) or mode not in _MODES:
+            raise ValueError(f"colio.sink: mode must be 'w', 'a' or 'r+', not {mode!r}")
+        return _open_file(path, _MODES[mode], mode)
+    pin, addr, n = writable(target, "the sink buffer")
+    L = _lib_now()
+    h = c_void_p()
+    rc = L.colio_sink_from_memory(addr, n, byref(h))
+    if rc:
+        raise last_error(rc)
+    return Sink(h.value, "memory", None, keep=(pin, target), name=f"{type(target).__name__}[{n}]")

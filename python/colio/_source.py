@@ -1,0 +1,432 @@
+"""colio.Source and the ways to make one."""
+
+from __future__ import annotations
+
+import ctypes
+import errno as _errno
+import os
+import threading
+import weakref
+from ctypes import byref, c_int64, c_void_p
+
+from . import _lib, _future
+from ._buffers import EMPTY_ADDR as _EMPTY_ADDR
+from ._buffers import index, new_bytes, readable, view_of, writable
+from ._errors import ClosedError, InvalidArgumentError, last_error, make_error
+
+# Sources whose operations call back into Python, drained at exit.
+_callback_sources: "weakref.WeakSet[Source]" = weakref.WeakSet()
+
+
+def _lib_now():
+    L = _lib.L
+    return L if L is not None else _lib.load()
+
+
+class Source:
+    """A random-access source of bytes. Every read starts its I/O when
+    called; ``*_async`` calls return a :class:`colio.Future` at once.
+
+    Thread-safe: any number of threads may read from one source at once.
+    """
+
+    def __init__(self, handle, kind: str, description, *, keep=(), name: str = ""):
+        self._handle = handle
+        self.kind = kind            # "file", "memory", "callable", "fsspec"
+        self._description = description  # what pickling rebuilds it from
+        self._keep = keep           # objects the library points into
+        self.name = name
+        self._closed = False
+        self._lock = threading.Lock()
+        self._errors: dict = {}     # buffer address -> exception from a callback
+        self._loop = None           # fsspec async fan-out (see _fsspec.py)
+
+    # -- basic properties ---------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _h(self):
+        if self._closed:
+            raise ClosedError(f"colio: I/O operation on a closed source ({self.name or self.kind})")
+        return self._handle
+
+    @property
+    def size(self) -> int:
+        """The source's current size in bytes."""
+        L = _lib_now()
+        out = c_int64(0)
+        rc = L.colio_source_size(self._h(), byref(out))
+        if rc:
+            raise self._error(rc, 0, 0)
+        return out.value
+
+    def __len__(self) -> int:
+        return self.size
+
+    # -- callback errors ----------------------------------------------------
+
+    def _record_callback_error(self, addr: int, exc: BaseException) -> None:
+        with self._lock:
+            self._errors[addr] = exc
+
+    def _take_callback_error(self, addr: int, size: int):
+        """The Python exception raised by a callback while filling
+        [addr, addr+size), if any (the earliest in the range)."""
+        if not self._errors:
+            return None
+        with self._lock:
+            hits = [a for a in self._errors if addr <= a < addr + max(size, 1)]
+            if not hits:
+                return None
+            exc = self._errors.pop(min(hits))
+            for a in hits:
+                self._errors.pop(a, None)
+            return exc
+
+    def _error(self, rc: int, addr: int, size: int):
+        err = last_error(rc)
+        if rc == _lib.ECALLBACK or rc == _lib.EIO:
+            exc = self._take_callback_error(addr, size)
+            if exc is not None:
+                return exc
+        return err
+
+    # -- reads ----------------------------------------------------------------
+
+    def read_into(self, buf, offset: int = 0, size: int | None = None) -> int:
+        """Fills buf (``size`` bytes, default ``buf.nbytes``) from offset and
+        returns the number of bytes read: fewer only at the end of the
+        source, 0 at the end."""
+        pin, addr, n = writable(buf)
+        if size is not None:
+            size = index(size, "size")
+            if size > n:
+                raise InvalidArgumentError(
+                    f"colio: the buffer is too small: {n} bytes for a read of {size}")
+            n = size
+        offset = index(offset, "offset")
+        if self._loop is not None:
+            return self._loop.read_into(self, pin, addr, n, offset)
+        L = _lib.L or _lib.load()
+        out = c_int64(0)
+        rc = L.colio_read(self._h(), addr, n, offset, byref(out))
+        if rc:
+            raise self._error(rc, addr, n)
+        return out.value
+
+    def read_async(self, buf, offset: int = 0, size: int | None = None) -> "_future.Future":
+        """Starts filling buf from offset; the future's result is the number
+        of bytes read. buf stays alive and locked until the future is done."""
+        pin, addr, n = writable(buf)
+        if size is not None:
+            size = index(size, "size")
+            if size > n:
+                raise InvalidArgumentError(
+                    f"colio: the buffer is too small: {n} bytes for a read of {size}")
+            n = size
+        offset = index(offset, "offset")
+        if self._loop is not None:
+            return self._loop.submit(self, [(pin, addr, n, offset, None)])[0]
+        L = _lib.L or _lib.load()
+        if _future._to_free:
+            _future._drain_free(L)
+        h = c_void_p()
+        rc = L.colio_read_async(self._h(), addr, n, offset, byref(h))
+        if rc:
+            raise self._error(rc, addr, n)
+        fut = _future.Future()
+        fut._pin = pin
+        fut._addr, fut._size = addr, n
+        fut._owner = self  # a dropped source must not close under its reads
+        return _future.track(L, fut, h.value)
+
+    def read(self, offset: int = 0, size: int | None = None) -> bytes:
+        """Reads size bytes (None: to the end) from offset into new bytes."""
+        offset = index(offset, "offset")
+        if size is None:
+            n = max(self.size - offset, 0)
+        else:
+            n = index(size, "size")
+        if self._loop is not None:
+            return self._loop.read_bytes(self, offset, n)
+        L = _lib.L or _lib.load()
+        b, addr = new_bytes(n)
+        if n == 0:
+            addr = _EMPTY_ADDR
+        out = c_int64(0)
+        rc = L.colio_read(self._h(), addr, n, offset, byref(out))
+        if rc:
+            raise self._error(rc, addr, n)
+        got = out.value
+        return b if got == n else b[:got]
+
+    def _ranges(self, ranges):
+        try:
+            items = list(ranges)
+        except TypeError:
+            raise TypeError("colio: ranges must be an iterable of (offset, size) pairs") from None
+        out = []
+        for i, r in enumerate(items):
+            try:
+                off, size = r
+            except (TypeError, ValueError):
+                raise TypeError(f"colio: range {i} must be an (offset, size) pair, not {r!r}") from None
+            out.append((index(off, f"range {i} offset"), index(size, f"range {i} size")))
+        return out
+
+    def read_ranges_async(self, ranges) -> "list[_future.Future]":
+        """Starts one read per (offset, size) range, all at once, and returns
+        one future per range; each result is a memoryview of the bytes read
+        (shorter than size only at the end of the source)."""
+        rs = self._ranges(ranges)
+        total = sum(s for _, s in rs)
+        store = bytearray(total)
+        if total:
+            pin, base, _ = writable(store)
+        else:
+            pin, base = store, _EMPTY_ADDR
+        view = memoryview(store)
+        items = []
+        pos = 0
+        for off, s in rs:
+            items.append((pin, base + pos if s else _EMPTY_ADDR, s, off, _slicer(view, pos)))
+            pos += s
+        if self._loop is not None:
+            return self._loop.submit(self, items)
+        return self._submit_ranges(items)
+
+    def _submit_ranges(self, items):
+        n = len(items)
+        L = _lib.L or _lib.load()
+        if _future._to_free:
+            _future._drain_free(L)
+        if n == 0:
+            self._h()
+            return []
+        arr = (_lib.Range * n)()
+        for i, (_, addr, size, off, _w) in enumerate(items):
+            r = arr[i]
+            r.offset, r.size, r.buf = off, size, addr
+        hs = (c_void_p * n)()
+        rc = L.colio_readv_async(self._h(), arr, n, hs)
+        if rc:
+            raise last_error(rc)
+        futs = []
+        owner = self
+        track = _future.track
+        Fut = _future.Future
+        for i, (pin, addr, size, off, wrap) in enumerate(items):
+            f = Fut()
+            f._pin, f._addr, f._size, f._wrap, f._owner = pin, addr, size, wrap, owner
+            futs.append(track(L, f, hs[i]))
+        return futs
+
+    def read_ranges(self, ranges) -> "list[memoryview]":
+        """read_ranges_async, then waits for every range (in parallel)."""
+        return [f.result() for f in self.read_ranges_async(ranges)]
+
+    # -- lifetime -------------------------------------------------------------
+
+    _keep_errors = False  # True for sources backed by Python callbacks
+
+    def close(self) -> None:
+        """Closes the source: reads that have not started fail with
+        ClosedError, running ones finish first. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        h, self._handle = self._handle, None
+        if h is not None and _lib.L is not None:
+            rc = _lib.L.colio_source_free(h)
+            if rc:
+                raise last_error(rc)
+        if self._loop is not None:
+            self._loop.close()
+        self._keep = ()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            if not self._closed and self._handle is not None and _lib.L is not None:
+                self.close()
+        except Exception:
+            pass
+
+    def __reduce__(self):
+        d = self._description
+        return d() if callable(d) else d
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<colio.Source {self.kind} {self.name!r} {state}>"
+
+
+def _slicer(view, pos):
+    return lambda n: view[pos:pos + n]
+
+
+
+
+# ---- constructors -------------------------------------------------------------
+
+def _open_file(path: str) -> Source:
+    L = _lib_now()
+    h = c_void_p()
+    rc = L.colio_source_open_file(os.fsencode(path), byref(h))
+    if rc:
+        raise last_error(rc)
+    return Source(h.value, "file", (_open_file, (path,)), name=path)
+
+
+def source(path_or_url, **storage_options) -> Source:
+    """Opens a source: a local path gives a native file source (pread on
+    colio's workers); a URL ``scheme://...`` gives an fsspec source
+    (storage_options go to the file system)."""
+    if isinstance(path_or_url, Source):
+        return path_or_url
+    if not isinstance(path_or_url, (str, bytes, os.PathLike)):
+        raise TypeError("colio.source() takes a path or URL; use colio.from_buffer, "
+                        "colio.from_callable or colio.from_fsspec for "
+                        f"{type(path_or_url).__name__}")
+    path = os.fsdecode(path_or_url)
+    if "://" in path or "::" in path:
+        scheme = path.split("://", 1)[0] if "://" in path else ""
+        if scheme in ("file", "local") and not storage_options and "::" not in path:
+            return _open_file(path.split("://", 1)[1])
+        import fsspec.core
+        fs, p = fsspec.core.url_to_fs(path, **storage_options)
+        from . import _fsspec
+        return _fsspec.from_fsspec(fs, p)
+    if storage_options:
+        raise TypeError("colio.source(): storage options apply to URLs only, not to the "
+                        f"local path {path!r}")
+    return _open_file(path)
+
+
+def from_buffer(obj) -> Source:
+    """A source over the bytes of any object with the buffer protocol (not
+    copied: the object is kept alive and locked until the source closes)."""
+    pin, addr, n = readable(obj, "the source buffer")
+    L = _lib_now()
+    h = c_void_p()
+    rc = L.colio_source_from_memory(addr, n, byref(h))
+    if rc:
+        raise last_error(rc)
+    def describe():
+        return _from_bytes, (bytes(memoryview(obj).cast("B")) if n else b"",)
+
+    return Source(h.value, "memory", describe, keep=(pin, obj), name=f"{type(obj).__name__}[{n}]")
+
+
+def _from_bytes(b):
+    return from_buffer(b)
+
+
+class _ReadCallback:
+    """Wraps a Python read function as a C read callback that never lets an
+    exception escape into ctypes."""
+
+    def __init__(self, fn, what):
+        self.fn = fn              # fn(mv_or_addr, size, offset) -> int
+        self.what = what
+        self.source_ref = None    # weakref to the Source, for errors
+
+    def __call__(self, ctx, buf, size, offset):
+        try:
+            return self.fn(buf, size, offset)
+        except BaseException as e:  # noqa: BLE001 - must not escape to C
+            src = self.source_ref() if self.source_ref is not None else None
+            if src is not None:
+                src._record_callback_error(buf, e)
+            en = getattr(e, "errno", None)
+            if isinstance(e, OSError) and isinstance(en, int) and en > 0:
+                return -en
+            return -_errno.EIO
+
+
+def callback_source(fn, size: int, *, concurrent: bool, fast: bool, kind: str,
+                    description, name: str, keep=()) -> Source:
+    """A Source whose reads call fn(buf_address, size, offset) -> bytes
+    filled, on colio's workers."""
+    size = index(size, "size")
+    L = _lib_now()
+    cb = _ReadCallback(fn, name)
+    cfn = _lib.READ_FN(cb)
+    s = _lib.SourceCallbacks()
+    s.struct_size = ctypes.sizeof(_lib.SourceCallbacks)
+    s.ctx = None
+    s.read = cfn
+    s.release = _lib.RELEASE_FN()  # NULL
+    s.flags = (_lib.CALLBACK_CONCURRENT if concurrent else 0) | (_lib.CALLBACK_FAST if fast else 0)
+    h = c_void_p()
+    rc = L.colio_source_from_callbacks(byref(s), size, byref(h))
+    if rc:
+        raise last_error(rc)
+    src = Source(h.value, kind, description, keep=(cb, cfn) + tuple(keep), name=name)
+    src._keep_errors = True
+    cb.source_ref = weakref.ref(src)
+    _callback_sources.add(src)
+    return src
+
+
+def from_callable(read_into, size: int, concurrent: bool = True, *, fast: bool = False) -> Source:
+    """A source of ``size`` bytes whose reads call ``read_into(buf, offset)``
+    on colio's workers: buf is a writable memoryview to fill from offset;
+    return the bytes filled (fewer is fine, 0 means the end). An exception
+    it raises fails the read with that exception. ``concurrent=False``
+    makes colio serialise the calls; ``fast=True`` declares it answers in
+    microseconds, so small reads may run inline on the caller."""
+    if not callable(read_into):
+        raise TypeError(f"colio.from_callable: read_into must be callable, not {type(read_into).__name__}")
+
+    def fn(addr, n, offset):
+        mv = view_of(addr, n)
+        try:
+            got = read_into(mv, offset)
+        finally:
+            try:
+                mv.release()
+            except BufferError:  # the callable kept an export; it must not use it
+                pass
+        try:
+            got = int(got)
+        except (TypeError, ValueError):
+            raise TypeError(f"colio: read_into returned {got!r}, expected the number of bytes filled") from None
+        if got < 0 or got > n:
+            raise ValueError(f"colio: read_into returned {got} for a request of {n} bytes")
+        return got
+
+    name = getattr(read_into, "__qualname__", None) or type(read_into).__name__
+    return callback_source(fn, size, concurrent=concurrent, fast=fast, kind="callable",
+                           description=(_from_callable_args, (read_into, size, concurrent, fast)),
+                           name=name)
+
+
+def _from_callable_args(fn, size, concurrent, fast):
+    return from_callable(fn, size, concurrent, fast=fast)
+
+
+def from_fsspec(fs, path: str, **kwargs) -> Source:
+    from . import _fsspec
+    return _fsspec.from_fsspec(fs, path, **kwargs)
+
+
+from_fsspec.__doc__ = "See colio._fsspec.from_fsspec."
+
+
+def drain_at_exit() -> None:
+    """Closes every source that calls back into Python, after its running
+    reads end, so no callback can start once the interpreter finalises."""
+    for src in list(_callback_sources):
+        try:
+            src.close()
+        except Exception:
+            pass

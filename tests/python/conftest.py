@@ -1,0 +1,155 @@
+"""Shared fixtures: reference data written without colio, a local HTTP
+server that honours Range, and helpers."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Run against the working tree even without an installed package.
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+import colio  # noqa: E402
+
+SIZE = 3 * (1 << 20) + 12345  # not a multiple of anything
+
+
+@pytest.fixture(scope="session")
+def ref() -> bytes:
+    rng = __import__("random").Random(1234)
+    return rng.randbytes(SIZE)
+
+
+@pytest.fixture(scope="session")
+def data_file(tmp_path_factory, ref) -> str:
+    p = tmp_path_factory.mktemp("data") / "ref.bin"
+    with open(p, "wb") as f:  # plain Python, no colio
+        f.write(ref)
+    return str(p)
+
+
+@pytest.fixture
+def src(data_file):
+    s = colio.source(data_file)
+    yield s
+    s.close()
+
+
+def pread(path: str, offset: int, size: int) -> bytes:
+    """A reference read made without colio."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.pread(fd, size, offset)
+    finally:
+        os.close(fd)
+
+
+# ---- a local HTTP server (127.0.0.1 only) ------------------------------------
+
+class RangeServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 512
+
+    def __init__(self):
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.files: dict[str, bytes] = {}
+        self.delay = 0.0
+        self.lock = threading.Lock()
+        self.reset()
+
+    def reset(self):
+        with self.lock:
+            self.bytes_served = 0
+            self.range_requests = 0
+            self.full_requests = 0
+            self.in_flight = 0
+            self.peak_in_flight = 0
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def _file(self):
+        return self.server.files.get(self.path.split("?", 1)[0])
+
+    def do_HEAD(self):
+        data = self._file()
+        if data is None:
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Accept-Ranges", "bytes")
+        self.end_headers()
+
+    def do_GET(self):
+        srv = self.server
+        data = self._file()
+        if data is None:
+            self.send_error(404)
+            return
+        with srv.lock:
+            srv.in_flight += 1
+            srv.peak_in_flight = max(srv.peak_in_flight, srv.in_flight)
+        try:
+            if srv.delay:
+                time.sleep(srv.delay)
+            rng = self.headers.get("Range")
+            ignore = self.path.startswith("/norange/")
+            if rng and not ignore:
+                unit, _, spec = rng.partition("=")
+                a, _, b = spec.partition("-")
+                start = int(a)
+                end = min(int(b) if b else len(data) - 1, len(data) - 1)
+                body = data[start:end + 1]
+                self.send_response(206)
+                self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+                with srv.lock:
+                    srv.range_requests += 1
+            else:
+                body = data
+                self.send_response(200)
+                with srv.lock:
+                    srv.full_requests += 1
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Accept-Ranges", "bytes")
+            self.end_headers()
+            self.wfile.write(body)
+            with srv.lock:
+                srv.bytes_served += len(body)
+        finally:
+            with srv.lock:
+                srv.in_flight -= 1
+
+
+@pytest.fixture(scope="session")
+def http_server(ref):
+    srv = RangeServer()
+    srv.files["/ref.bin"] = ref
+    srv.files["/norange/ref.bin"] = ref
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.fixture
+def server(http_server):
+    http_server.reset()
+    http_server.delay = 0.0
+    yield http_server
+    http_server.delay = 0.0

@@ -1,0 +1,153 @@
+"""fsspec sources: memory and local file systems, latency fan-out, URLs."""
+
+from __future__ import annotations
+
+import pickle
+import time
+
+import fsspec
+import pytest
+from conftest import SIZE, pread
+
+import colio
+from colio.testing import LatencyFileSystem
+
+RANGES = [(0, 1), (5, 4096), (SIZE - 100, 100), (SIZE - 10, 100), (SIZE, 5), (1 << 20, 2 << 20)]
+
+
+@pytest.fixture
+def memfs(ref):
+    fs = fsspec.filesystem("memory")
+    fs.pipe_file("/colio-test/ref.bin", ref)
+    yield fs
+    fs.rm("/colio-test/ref.bin")
+
+
+def _check_all_calls(s, ref):
+    assert s.size == len(ref)
+    assert s.read() == ref
+    assert s.read(3, 1000) == ref[3:1003]
+    b = bytearray(5000)
+    assert s.read_into(b, 11) == 5000 and b == ref[11:5011]
+    assert s.read_async(b, 13).result(10) == 5000 and b == ref[13:5013]
+    for p, (off, n) in zip(s.read_ranges(RANGES), RANGES):
+        assert p == ref[off:off + n]
+    with pytest.raises(ValueError, match="past the end"):
+        s.read(len(ref) + 1, 1)
+
+
+def test_memory_fs(memfs, ref):
+    with colio.from_fsspec(memfs, "/colio-test/ref.bin") as s:
+        assert s.kind == "fsspec" and s.via == "workers"
+        _check_all_calls(s, ref)
+
+
+def test_memory_url(memfs, ref):
+    with colio.source("memory://colio-test/ref.bin") as s:
+        assert s.kind == "fsspec"
+        _check_all_calls(s, ref)
+
+
+def test_local_fs(data_file, ref):
+    fs = fsspec.filesystem("file")
+    with colio.from_fsspec(fs, data_file) as s:
+        _check_all_calls(s, ref)
+    # An fsspec URL that is not a plain local file goes through fsspec.
+    with colio.source("simplecache::file://" + data_file) as s:
+        assert s.kind == "fsspec" and s.read(7, 9) == pread(data_file, 7, 9)
+
+
+def test_missing_path(memfs):
+    with pytest.raises(FileNotFoundError):
+        colio.from_fsspec(memfs, "/colio-test/nope")
+    with pytest.raises(FileNotFoundError):
+        colio.source("memory://colio-test/nope")
+
+
+def test_bad_arguments(memfs):
+    with pytest.raises(TypeError):
+        colio.from_fsspec(object(), "/x")
+    with pytest.raises(ValueError):
+        colio.from_fsspec(memfs, "/colio-test/ref.bin", via="bogus")
+    with pytest.raises(ValueError, match="async"):
+        colio.from_fsspec(memfs, "/colio-test/ref.bin", via="loop")
+
+
+def test_file_removed_under_the_source(memfs, ref):
+    s = colio.from_fsspec(memfs, "/colio-test/ref.bin")
+    memfs.rm("/colio-test/ref.bin")
+    with pytest.raises(FileNotFoundError):
+        s.read_async(bytearray(10), 0).result(5)
+    s.close()
+    memfs.pipe_file("/colio-test/ref.bin", ref)
+
+
+def test_pickle_fsspec_source(memfs, ref):
+    with colio.from_fsspec(memfs, "/colio-test/ref.bin") as s:
+        s2 = pickle.loads(pickle.dumps(s))
+        assert s2.kind == "fsspec" and s2.read(1, 5) == ref[1:6]
+        s2.close()
+
+
+def _latency_source(ref, latency=0.002):
+    fs = LatencyFileSystem(latency=latency)
+    fs.pipe_file("/ref.bin", ref)
+    return fs, colio.from_fsspec(fs, "/ref.bin")
+
+
+def test_fanout_20_x_2mib_overlaps(ref):
+    big = ref * 14  # > 40 MiB
+    fs, s = _latency_source(big)
+    ranges = [(i * (2 << 20), 2 << 20) for i in range(20)]
+    fs.reset()
+    t0 = time.perf_counter()
+    futs = s.read_ranges_async(ranges)
+    parts = [f.result(30) for f in futs]
+    dt = time.perf_counter() - t0
+    for p, (off, n) in zip(parts, ranges):
+        assert p == big[off:off + n]
+    threads = colio.get_config()["threads"]
+    assert fs.calls == 20
+    assert fs.peak_in_flight == min(threads, 20), fs.peak_in_flight
+    assert len(fs.threads) > 1
+    print(f"20 x 2 MiB at 2 ms: {dt * 1e3:.1f} ms, peak in flight {fs.peak_in_flight}")
+    s.close()
+
+
+def test_fanout_200_x_4kib_overlaps(ref):
+    fs, s = _latency_source(ref)
+    ranges = [((i * 15013) % (SIZE - 4096), 4096) for i in range(200)]
+    fs.reset()
+    t0 = time.perf_counter()
+    parts = s.read_ranges(ranges)
+    dt = time.perf_counter() - t0
+    for p, (off, n) in zip(parts, ranges):
+        assert p == ref[off:off + n]
+    threads = colio.get_config()["threads"]
+    assert fs.calls == 200
+    assert fs.peak_in_flight == threads, fs.peak_in_flight
+    # Serial would be >= 200 x 2 ms = 400 ms; overlapped it is about 200/threads x 2 ms.
+    assert dt < 0.4, dt
+    print(f"200 x 4 KiB at 2 ms: {dt * 1e3:.1f} ms, peak in flight {fs.peak_in_flight}")
+    s.close()
+
+
+def test_latency_reads_never_inline(ref):
+    import threading
+    fs, s = _latency_source(ref, latency=0.0005)
+    fs.reset()
+    s.read_async(bytearray(16), 0).result(5)  # tiny, but the source has latency
+    assert threading.get_ident() not in fs.threads
+    s.close()
+
+
+def test_more_threads_more_overlap(ref):
+    old = colio.get_config()["threads"]
+    try:
+        colio.set_config(threads=16)
+        fs, s = _latency_source(ref)
+        s.read_ranges([(i * 4096, 4096) for i in range(64)])
+        assert fs.peak_in_flight == 16
+        s.close()
+    finally:
+        colio.set_config(threads=old)

@@ -2,7 +2,9 @@
 # Builds libcolio.so (and, later, libcolio_cuda.so) into build/.
 #   ./build.sh            release build
 #   CGO_FLAGS_EXTRA=...   extra flags for cgo (e.g. -fsanitize=address)
+#   GO_FLAGS_EXTRA=...    extra flags for go build (e.g. -asan)
 #   GOEXPERIMENT=cgocheck2 ./build.sh   pointer-checking build (tests)
+#   COLIO_BUILD_DIR=dir   build into dir instead of build/ (variants)
 set -euo pipefail
 cd "$(dirname "$0")"
 out=${COLIO_BUILD_DIR:-build}
@@ -15,7 +17,12 @@ version="$major.$minor.$patch"
 
 # The version script exports exactly the colio_* symbols; cgo's own
 # exports (the Go side of each entry point) stay internal.
-CGO_ENABLED=1 go build -buildmode=c-shared -trimpath \
+if [ -n "${CGO_FLAGS_EXTRA:-}" ]; then
+  export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g} $CGO_FLAGS_EXTRA"
+  export CGO_LDFLAGS="${CGO_LDFLAGS:--O2 -g} $CGO_FLAGS_EXTRA"
+fi
+# shellcheck disable=SC2086 # GO_FLAGS_EXTRA is a list of flags
+CGO_ENABLED=1 ${GO:-go} build ${GO_FLAGS_EXTRA:-} -buildmode=c-shared -trimpath \
   -ldflags "-s -w -extldflags '-Wl,-soname,libcolio.so.$major -Wl,--version-script=$PWD/capi/colio.map'" \
   -o "$out/lib/libcolio.so.$version" ./capi
 rm -f "$out/lib/libcolio.so.$version.h" "$out/lib/libcolio.h"

@@ -1,0 +1,70 @@
+package main
+
+/*
+#include "colioi.h"
+*/
+import "C"
+
+import (
+	"github.com/colio-dev/colio/internal/config"
+)
+
+//export colioGoConfigSet
+func colioGoConfigSet(key *C.char, value C.int64_t) (rc C.int) {
+	const name = "colio_config_set_int"
+	defer recoverInto(name, &rc)
+	if key == nil {
+		return invalid(name, "key is NULL")
+	}
+	e, err := eng()
+	if err != nil {
+		return fail(name, err)
+	}
+	if err := e.Set(config.Key(C.GoString(key)), int64(value)); err != nil {
+		return fail(name, err)
+	}
+	return C.COLIO_OK
+}
+
+//export colioGoConfigGet
+func colioGoConfigGet(key *C.char, out *C.int64_t) (rc C.int) {
+	const name = "colio_config_get_int"
+	defer recoverInto(name, &rc)
+	if key == nil {
+		return invalid(name, "key is NULL")
+	}
+	e, err := eng()
+	if err != nil {
+		return fail(name, err)
+	}
+	v, err := e.Config().Get(config.Key(C.GoString(key)))
+	if err != nil {
+		return fail(name, err)
+	}
+	*out = C.int64_t(v)
+	return C.COLIO_OK
+}
+
+// colioGoStats fills every field of a full colio_counters owned by the C
+// side, which copies as much as the caller's struct_size allows.
+//
+//export colioGoStats
+func colioGoStats(out *C.colio_counters) (rc C.int) {
+	const name = "colio_stats"
+	defer recoverInto(name, &rc)
+	e, err := eng()
+	if err != nil {
+		return fail(name, err)
+	}
+	s := e.Stats()
+	out.ops_submitted = C.int64_t(s.OpsSubmitted)
+	out.ops_inline = C.int64_t(s.OpsInline)
+	out.tasks = C.int64_t(s.Tasks)
+	out.bytes_read = C.int64_t(s.BytesRead)
+	out.bytes_written = C.int64_t(s.BytesWritten)
+	out.in_flight = C.int64_t(s.InFlight)
+	out.peak_in_flight = C.int64_t(s.PeakInFlight)
+	out.errors = C.int64_t(s.Errors)
+	out.queued = C.int64_t(s.Queued)
+	return C.COLIO_OK
+}

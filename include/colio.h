@@ -8,9 +8,11 @@
  * -------------
  * - Every fallible function returns int: COLIO_OK (0) or a negative
  *   COLIO_E* code. colio_last_error() and colio_last_errno() describe the
- *   last failed call made on the calling thread. An asynchronous failure
- *   belongs to its future: colio_future_wait() returns its code and
- *   colio_future_error() its message and errno.
+ *   last failed call made on the calling thread (successful calls leave
+ *   them unchanged). An asynchronous failure belongs to its future:
+ *   colio_future_wait() returns its code (and also records its message as
+ *   the thread's last error) and colio_future_error() its message and errno.
+ * - Functions that create a handle set *out to NULL when they fail.
  * - Sizes and offsets are int64_t; negative values and offset + size
  *   overflows are rejected with COLIO_EINVAL. NULL pointers, freed, stale
  *   or forged handles also give COLIO_EINVAL, never a crash.
@@ -35,9 +37,11 @@
  *   children before the first colio call.
  * - User callbacks run on colio's worker threads, may run concurrently
  *   when their struct says so, and must not throw C++ exceptions or
- *   longjmp across colio. A callback may call back into colio (including
- *   waiting on futures): nested calls run on a deeper pool level and
- *   cannot deadlock.
+ *   longjmp across colio. A callback may call back into colio, including
+ *   waiting on futures it started itself: nested calls run on a deeper
+ *   pool level and cannot deadlock. A callback must not wait for work
+ *   started outside it (it may be queued behind the callback), nor flush
+ *   or free the source or sink it is serving.
  */
 #ifndef COLIO_H
 #define COLIO_H
@@ -84,7 +88,7 @@ const char *colio_version(void);
 
 /* The message of the last failed call on this thread, or "" if none.
  * Never NULL; owned by the library, valid until the next colio call on
- * this thread. */
+ * this thread. Works without entering Go, so also in a forked child. */
 const char *colio_last_error(void);
 
 /* The OS errno of the last failed call on this thread, or 0. */
@@ -139,8 +143,11 @@ int colio_source_from_memory(const void *data, int64_t size, colio_source **out)
  *   ended), or a negative value for failure (a negated errno if one
  *   applies). Runs on colio's workers.
  * release: called once when the source is freed, after every read ended;
- *   may be NULL.
- * The source's size is fixed at creation. */
+ *   may be NULL. Not called if creation fails: ctx stays the caller's.
+ * The source's size is fixed at creation. colio copies the struct: it
+ * need not outlive the call. A larger struct_size (a newer header) is
+ * accepted and the fields this library does not know are ignored; one
+ * smaller than this version's is COLIO_EINVAL. */
 typedef struct colio_source_callbacks {
   size_t struct_size;
   void *ctx;
@@ -206,8 +213,10 @@ int colio_sink_void(colio_sink **out);
  * write: write up to size bytes of buf at offset; return the bytes written
  *   (colio calls again for the rest) or a negative value for failure.
  * flush: may be NULL; return 0 or a negative value.
- * release: called once when the sink is freed; may be NULL.
- * append_start: the offset the first COLIO_APPEND write goes to. */
+ * release: called once when the sink is freed; may be NULL. Not called if
+ *   creation fails.
+ * append_start: the offset the first COLIO_APPEND write goes to.
+ * The struct is copied and versioned as colio_source_callbacks is. */
 typedef struct colio_sink_callbacks {
   size_t struct_size;
   void *ctx;
@@ -224,7 +233,9 @@ int colio_sink_from_callbacks(const colio_sink_callbacks *cb, colio_sink **out);
  * sticky), or the flush's own. */
 int colio_sink_flush(colio_sink *sink, int fsync);
 
-/* The highest end written so far (a memory sink's filled length). */
+/* The highest end written so far by completed writes (a memory sink's
+ * filled length). It starts at the append start: the file's length for
+ * COLIO_SINK_APPEND, append_start for a callback sink, else 0. */
 int colio_sink_size(colio_sink *sink, int64_t *out);
 
 /* Waits for every accepted write (queued ones run), flushes, closes and
@@ -250,9 +261,10 @@ int colio_writev_async(colio_sink *sink, const colio_range *ranges, int64_t n,
 /* ---- Futures ----------------------------------------------------------- */
 
 /* Waits up to timeout_ns nanoseconds (COLIO_WAIT_FOREVER: no limit; 0:
- * poll). Returns the operation's status, or COLIO_ETIMEDOUT if it is still
- * running (the future stays valid). *nbytes (may be NULL) receives the
- * bytes moved. */
+ * poll; other negative values: COLIO_EINVAL). Returns the operation's
+ * status, or COLIO_ETIMEDOUT if it is still running (the future stays
+ * valid). *nbytes (may be NULL) receives the bytes moved (so far, on a
+ * timeout). */
 int colio_future_wait(colio_future *fut, int64_t timeout_ns, int64_t *nbytes);
 
 /* 1 if the operation has finished (its bytes are in place), 0 if not, or
@@ -272,16 +284,20 @@ typedef void (*colio_future_callback)(void *ctx, colio_future *fut, int status, 
 int colio_future_on_done(colio_future *fut, colio_future_callback cb, void *ctx);
 
 /* The failure of a completed future: *message (may be NULL) receives a
- * string owned by the future, valid until colio_future_free(); *errnum
- * (may be NULL) the OS errno or 0. Returns the future's status (COLIO_OK
- * if it succeeded, COLIO_ETIMEDOUT if it has not completed). */
+ * string owned by the future, valid until colio_future_free() ("" if it
+ * succeeded or has not completed); *errnum (may be NULL) the OS errno or
+ * 0 (for COLIO_ECALLBACK, the negated value the callback returned, if it
+ * was an errno). Returns the future's status (COLIO_OK if it succeeded,
+ * COLIO_ETIMEDOUT if it has not completed). */
 int colio_future_error(colio_future *fut, const char **message, int *errnum);
 
 /* Where a write was placed (its reserved offset for appends). */
 int colio_future_offset(colio_future *fut, int64_t *out);
 
 /* Frees the future. If the operation is still running this waits for it,
- * so no buffer is written after free returns. Accepts NULL. */
+ * so no buffer is written after free returns, and if a completion
+ * callback is registered, for the callback to return, so its ctx is not
+ * used after free returns. Accepts NULL. */
 int colio_future_free(colio_future *fut);
 
 #ifdef __cplusplus

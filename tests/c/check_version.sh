@@ -12,7 +12,11 @@ soname=$(readelf -d "$b/lib/libcolio.so.$version" | sed -n 's/.*(SONAME).*\[\(.*
 [ "$soname" = "libcolio.so.$major" ] || fail "SONAME is '$soname', want libcolio.so.$major"
 [ "$(readlink "$b/lib/libcolio.so.$major")" = "libcolio.so.$version" ] || fail "libcolio.so.$major link"
 [ "$(readlink "$b/lib/libcolio.so")" = "libcolio.so.$major" ] || fail "libcolio.so link"
-pc=$(PKG_CONFIG_PATH=$b/lib/pkgconfig pkg-config --modversion colio)
+if command -v pkg-config >/dev/null; then
+  pc=$(PKG_CONFIG_PATH=$b/lib/pkgconfig pkg-config --modversion colio)
+else
+  pc=$(sed -n 's/^Version: //p' "$b/lib/pkgconfig/colio.pc")
+fi
 [ "$pc" = "$version" ] || fail "colio.pc says $pc, want $version"
 # The library depends on nothing beyond libc (cgo's libpthread is in libc).
 extra=$(readelf -d "$b/lib/libcolio.so.$version" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' |

@@ -92,6 +92,12 @@ def _memoryview(obj, what: str) -> memoryview:
 
 def writable(obj, what: str = "the destination"):
     """(pin, address, nbytes) of a writable, C-contiguous buffer."""
+    if type(obj) is bytearray:  # the common case, without a memoryview
+        n = len(obj)
+        if n:
+            pin = c_char.from_buffer(obj)
+            return pin, ctypes.addressof(pin), n
+        return obj, EMPTY_ADDR, 0
     mv = _memoryview(obj, what)
     if mv.readonly:
         raise TypeError(f"colio: {what} is read-only; a writable buffer is needed "

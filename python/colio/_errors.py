@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import errno as _errno
 import io
-from concurrent.futures import CancelledError as _CancelledError
 
 from . import _lib
 
@@ -89,11 +88,6 @@ class ColioTimeoutError(ColioError, TimeoutError):
     default_errno = _errno.ETIMEDOUT
 
 
-class ColioCancelledError(ColioError, _CancelledError):
-    """COLIO_ECANCELLED: the operation was cancelled."""
-    default_code = _lib.ECANCELLED
-
-
 class NotSupportedError(ColioError, io.UnsupportedOperation):
     """COLIO_ENOTSUP: not supported by this build or handle."""
     default_code = _lib.ENOTSUP
@@ -127,7 +121,7 @@ _BY_CODE = {
     _lib.ENOTFOUND: NotFoundError,
     _lib.ECLOSED: ClosedError,
     _lib.ETIMEDOUT: ColioTimeoutError,
-    _lib.ECANCELLED: ColioCancelledError,
+    _lib.ECANCELLED: None,  # ColioCancelledError, made on first use
     _lib.ENOTSUP: NotSupportedError,
     _lib.ECALLBACK: CallbackError,
     _lib.ENOSPC: NoSpaceError,
@@ -153,6 +147,8 @@ def make_error(code: int, message: str | bytes | None, errnum: int = 0) -> Colio
     if not message:
         message = f"colio: error {code}"
     cls = _BY_CODE.get(code, InternalError)
+    if cls is None:
+        cls = _cancelled_class()
     if code in (_lib.EIO, _lib.ECALLBACK) and errnum in _BY_ERRNO:
         cls = _BY_ERRNO[errnum]
     return cls(message, code=code, errno=errnum)
@@ -167,3 +163,30 @@ def last_error(code: int) -> ColioError:
 def check(code: int) -> None:
     if code != 0:
         raise last_error(code)
+
+
+_cancelled = None
+
+
+def _cancelled_class():
+    """ColioCancelledError subclasses concurrent.futures.CancelledError;
+    it is made on first use so that a plain read does not import
+    concurrent.futures (and logging)."""
+    global _cancelled
+    if _cancelled is None:
+        from concurrent.futures import CancelledError
+
+        class ColioCancelledError(ColioError, CancelledError):
+            """COLIO_ECANCELLED: the operation was cancelled."""
+            default_code = _lib.ECANCELLED
+
+        ColioCancelledError.__module__ = __name__
+        ColioCancelledError.__qualname__ = "ColioCancelledError"
+        _cancelled = ColioCancelledError
+    return _cancelled
+
+
+def __getattr__(name):
+    if name == "ColioCancelledError":
+        return _cancelled_class()
+    raise AttributeError(name)

@@ -92,12 +92,14 @@ def from_fsspec(fs, path: str, *, via: str = "auto", max_in_flight: int = DEFAUL
         def cat(start, end):
             return cat_sync(path, start=start, end=end)
 
+    captures = _Captures()
+
     def fn(addr, n, offset):
         data = cat(offset, offset + n)
         k = len(data)
         if k > n:
             raise _too_long(path, k, n, offset)
-        if k:
+        if k and not captures.keep(addr, data):
             _copy(addr, data, k)
         return k
 
@@ -107,9 +109,56 @@ def from_fsspec(fs, path: str, *, via: str = "auto", max_in_flight: int = DEFAUL
                           description=(_rebuild, (fs, path, via, max_in_flight, None)),
                           name=name, keep=(fs,))
     src.fs, src.path, src.via = fs, path, via
+    src._captures = captures
     if via == "loop":
         src._loop = _LoopReader(fs, path, size, max_in_flight)
     return src
+
+
+class _Capture:
+    """Address space for the results of one read_ranges_async call on an
+    fsspec source: reserved (an anonymous mapping that is never touched, so
+    it costs no memory), handed to colio as the destination, and the bytes
+    objects that fs.cat_file returns are kept as the results instead of
+    being copied into it."""
+
+    def __init__(self, total):
+        import mmap
+        self.mm = mmap.mmap(-1, max(total, 1))
+        self.pin = ctypes.c_char.from_buffer(self.mm)
+        self.base = ctypes.addressof(self.pin)
+        self.end = self.base + max(total, 1)
+        self.pieces = {}
+
+    def result(self, addr, n):
+        keys = sorted(a for a in self.pieces if addr <= a < addr + max(n, 1))
+        parts = [self.pieces.pop(a) for a in keys]
+        if len(parts) == 1 and keys[0] == addr and len(parts[0]) == n:
+            return memoryview(parts[0]).cast("B")  # zero copy
+        return memoryview(b"".join(parts)[:n])
+
+
+class _Captures:
+    """The live _Capture regions of one source (looked up by address from
+    the read callback)."""
+
+    def __init__(self):
+        import weakref
+        self.regions = weakref.WeakValueDictionary()
+
+    def keep(self, addr, data) -> bool:
+        if not self.regions:
+            return False
+        for r in list(self.regions.values()):
+            if r.base <= addr < r.end:
+                r.pieces[addr] = data
+                return True
+        return False
+
+    def new(self, total) -> _Capture:
+        r = _Capture(total)
+        self.regions[r.base] = r
+        return r
 
 
 def _rebuild(fs, path, via, max_in_flight, size):

@@ -9,13 +9,24 @@ import threading
 import weakref
 from ctypes import byref, c_int64, c_void_p
 
-from . import _lib, _future
+from . import _lib
 from ._buffers import EMPTY_ADDR as _EMPTY_ADDR
 from ._buffers import index, new_bytes, readable, view_of, writable
 from ._errors import ClosedError, InvalidArgumentError, last_error, make_error
 
 # Sources whose operations call back into Python, drained at exit.
 _callback_sources: "weakref.WeakSet[Source]" = weakref.WeakSet()
+
+
+_future = None  # colio._future, imported on the first asynchronous call
+
+
+def _fut():
+    global _future
+    if _future is None:
+        from . import _future as f
+        _future = f
+    return _future
 
 
 def _lib_now():
@@ -130,17 +141,18 @@ class Source:
         if self._loop is not None:
             return self._loop.submit(self, [(pin, addr, n, offset, None)])[0]
         L = _lib.L or _lib.load()
-        if _future._to_free:
-            _future._drain_free(L)
+        F = _future or _fut()
+        if F._to_free:
+            F._drain_free(L)
         h = c_void_p()
         rc = L.colio_read_async(self._h(), addr, n, offset, byref(h))
         if rc:
             raise self._error(rc, addr, n)
-        fut = _future.Future()
+        fut = F.Future()
         fut._pin = pin
         fut._addr, fut._size = addr, n
         fut._owner = self  # a dropped source must not close under its reads
-        return _future.track(L, fut, h.value)
+        return F.track(L, fut, h.value)
 
     def read(self, offset: int = 0, size: int | None = None) -> bytes:
         """Reads size bytes (None: to the end) from offset into new bytes."""
@@ -178,21 +190,24 @@ class Source:
 
     def read_ranges_async(self, ranges) -> "list[_future.Future]":
         """Starts one read per (offset, size) range, all at once, and returns
-        one future per range; each result is a memoryview of the bytes read
-        (shorter than size only at the end of the source)."""
+        one future per range; each result is a read-only memoryview of the
+        bytes read (shorter than size only at the end of the source).
+
+        Each range gets its own fresh, uninitialised bytes object, filled in
+        place by colio's workers (no zero-filling pass on the caller)."""
         rs = self._ranges(ranges)
-        total = sum(s for _, s in rs)
-        store = bytearray(total)
-        if total:
-            pin, base, _ = writable(store)
-        else:
-            pin, base = store, _EMPTY_ADDR
-        view = memoryview(store)
         items = []
-        pos = 0
+        caps = self._captures
+        if caps is not None and rs and self._loop is None:
+            region = caps.new(sum(s for _, s in rs))
+            pos = region.base
+            for off, s in rs:
+                items.append((region, pos, s, off, _capture_result(region, pos)))
+                pos += s
+            return self._submit_ranges(items)
         for off, s in rs:
-            items.append((pin, base + pos if s else _EMPTY_ADDR, s, off, _slicer(view, pos)))
-            pos += s
+            b, addr = new_bytes(s)
+            items.append((b, addr if s else _EMPTY_ADDR, s, off, _result_of(b, s)))
         if self._loop is not None:
             return self._loop.submit(self, items)
         return self._submit_ranges(items)
@@ -200,8 +215,9 @@ class Source:
     def _submit_ranges(self, items):
         n = len(items)
         L = _lib.L or _lib.load()
-        if _future._to_free:
-            _future._drain_free(L)
+        F = _future or _fut()
+        if F._to_free:
+            F._drain_free(L)
         if n == 0:
             self._h()
             return []
@@ -215,8 +231,8 @@ class Source:
             raise last_error(rc)
         futs = []
         owner = self
-        track = _future.track
-        Fut = _future.Future
+        track = F.track
+        Fut = F.Future
         for i, (pin, addr, size, off, wrap) in enumerate(items):
             f = Fut()
             f._pin, f._addr, f._size, f._wrap, f._owner = pin, addr, size, wrap, owner
@@ -230,6 +246,7 @@ class Source:
     # -- lifetime -------------------------------------------------------------
 
     _keep_errors = False  # True for sources backed by Python callbacks
+    _captures = None      # fsspec sources: zero-copy results (see _fsspec.py)
 
     def close(self) -> None:
         """Closes the source: reads that have not started fail with
@@ -269,8 +286,15 @@ class Source:
         return f"<colio.Source {self.kind} {self.name!r} {state}>"
 
 
-def _slicer(view, pos):
-    return lambda n: view[pos:pos + n]
+def _capture_result(region, addr):
+    return lambda n: region.result(addr, n)
+
+
+def _result_of(b, size):
+    def result(n):
+        mv = memoryview(b)
+        return mv if n == size else mv[:n]
+    return result
 
 
 

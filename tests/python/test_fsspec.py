@@ -151,3 +151,17 @@ def test_more_threads_more_overlap(ref):
         s.close()
     finally:
         colio.set_config(threads=old)
+
+
+def test_ranges_split_into_tasks_are_reassembled(memfs, ref):
+    old = colio.get_config()["task_size"]
+    colio.set_config(task_size=100_000)
+    try:
+        with colio.from_fsspec(memfs, "/colio-test/ref.bin") as s:
+            ranges = [(7, 1_000_000), (SIZE - 250_000, 300_000), (0, 100_000), (5, 0)]
+            for p, (off, n) in zip(s.read_ranges(ranges), ranges):
+                assert p == ref[off:off + n]
+            b = bytearray(1_000_000)
+            assert s.read_into(b, 3) == 1_000_000 and b == ref[3:1_000_003]
+    finally:
+        colio.set_config(task_size=old)

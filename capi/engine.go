@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"runtime"
-	"sync"
 
 	"github.com/colio-dev/colio/internal/engine"
 	"github.com/colio-dev/colio/internal/pool"
@@ -13,22 +11,8 @@ import (
 // makes it fail, and with it every call, with a message naming the
 // variable: running with a silent default would hide the typo.
 func eng() (*engine.Engine, error) {
-	e, err := engine.Default()
-	if err == nil {
-		pinNotifier.Do(func() {
-			// The header promises C that completion callbacks run on one
-			// notifier *thread*. The notifier is a goroutine, which Go may
-			// move between OS threads; locking it to the thread it runs
-			// on when this first callback-free job runs keeps callbacks
-			// on one thread for the life of the process, so a callback
-			// can rely on its thread-locals.
-			e.Notifier().Post(func() { runtime.LockOSThread() })
-		})
-	}
-	return e, err
+	return engine.Default()
 }
-
-var pinNotifier sync.Once
 
 // levelCtxs holds one context per pool level, made once, so that entry
 // points do not allocate one per call.

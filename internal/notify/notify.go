@@ -9,6 +9,7 @@ package notify
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"sync"
 )
@@ -51,6 +52,10 @@ func (n *Notifier) Drain() {
 }
 
 func (n *Notifier) loop() {
+	// Callbacks run on one OS thread for the life of the process, so a C
+	// callback can rely on its thread-locals and a test can tell the
+	// notifier's thread from an I/O worker's.
+	runtime.LockOSThread()
 	for {
 		n.mu.Lock()
 		for len(n.queue) == 0 {

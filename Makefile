@@ -34,7 +34,7 @@ venv: $(VENV_STAMP)
 demo: lib venv
 	$(VPY) -m colio bench
 
-test: test-go test-c
+test: test-go test-c test-python
 
 test-go:
 	$(GO) vet ./...

@@ -110,7 +110,6 @@ class Future(_StdFuture):
             _lib.L.colio_future_error(h, ctypes.byref(msg), ctypes.byref(err))
             message, errnum = msg.value, err.value
         self._handle = None
-        _to_free.append(h)
         self._finish(status, nbytes, message, errnum)
 
     def _mark_cancelled(self) -> None:
@@ -166,6 +165,11 @@ def _on_done(ctx, h, status, nbytes):
     except BaseException:  # pragma: no cover - a bug here must not crash
         import traceback
         traceback.print_exc()
+    finally:
+        # Only now may the handle be freed: colio_future_free waits for this
+        # callback to return, so freeing it from here (a done-callback that
+        # submits more I/O drains the list) would wait for itself.
+        _to_free.append(h)
 
 
 _on_done_c = _lib.FUTURE_CALLBACK(_on_done)
@@ -179,6 +183,7 @@ def track(L, fut: Future, h) -> Future:
         status = L.colio_future_wait(h, 0, ctypes.byref(n))
         fut._handle = h
         fut._finish_from_handle(h, status, n.value)
+        _to_free.append(h)
         return fut
     key = next(_keys)
     fut._handle = h
@@ -189,6 +194,7 @@ def track(L, fut: Future, h) -> Future:
         n = ctypes.c_int64(0)
         status = L.colio_future_wait(h, _lib.WAIT_FOREVER, ctypes.byref(n))
         fut._finish_from_handle(h, status, n.value)
+        _to_free.append(h)
     return fut
 
 

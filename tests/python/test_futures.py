@@ -198,3 +198,23 @@ def test_100_threads_on_callback_source(ref):
         t.join(60)
     s.close()
     assert not errors, errors[:3]
+
+
+def test_done_callback_may_submit_more_io(src, ref):
+    # A done-callback runs on colio's notifier; it may start more reads
+    # (which frees finished C futures) without waiting for itself.
+    results = []
+    finished = threading.Event()
+
+    def chain(fut, depth=0):
+        results.append(bytes(fut.result()))
+        if depth < 30:
+            nxt = src.read_ranges_async([(depth * 100, 100)])[0]
+            nxt.add_done_callback(lambda f: chain(f, depth + 1))
+        else:
+            finished.set()
+
+    first = src.read_ranges_async([(0, 100)])[0]
+    first.add_done_callback(chain)
+    assert finished.wait(10), "a done-callback that submits I/O deadlocked"
+    assert results[1:] == [ref[d * 100:d * 100 + 100] for d in range(30)]

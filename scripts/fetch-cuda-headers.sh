@@ -30,7 +30,7 @@ fi
 
 run() {
   echo "+ $*" >&2
-  "$@"
+  "$@" >&2
   local rc=$?
   echo "  exit code $rc" >&2
   return $rc

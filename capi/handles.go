@@ -12,7 +12,7 @@ import (
 // made of a slot index, the slot's generation and the handle's kind:
 //
 //	bit  63     0
-//	bits 60..62 kind (1 source, 2 sink, 3 future)
+//	bits 60..62 kind (1 source, 2 sink, 3 future, 4 stream)
 //	bits 28..59 generation of the slot (32 bits, never 0)
 //	bits  0..27 slot index (up to 268 million live handles)
 //
@@ -28,6 +28,7 @@ const (
 	kindSource kind = 1
 	kindSink   kind = 2
 	kindFuture kind = 3
+	kindStream kind = 4
 )
 
 func (k kind) String() string {
@@ -38,6 +39,8 @@ func (k kind) String() string {
 		return "colio_sink"
 	case kindFuture:
 		return "colio_future"
+	case kindStream:
+		return "colio_stream"
 	}
 	return "unknown"
 }
@@ -125,7 +128,7 @@ func (t *table) check(tok token, want kind) (*slot, error) {
 		return nil, &handleError{tok, want, "it is NULL"}
 	}
 	k, gen, i := tok.parts()
-	if tok>>63 != 0 || k < kindSource || k > kindFuture || gen == 0 || int(i) >= len(t.slots) {
+	if tok>>63 != 0 || k < kindSource || k > kindStream || gen == 0 || int(i) >= len(t.slots) {
 		return nil, &handleError{tok, want, "it is not a colio handle (corrupted or never returned by colio)"}
 	}
 	if k != want {

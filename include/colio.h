@@ -80,6 +80,7 @@ extern "C" {
 typedef struct colio_source colio_source;
 typedef struct colio_sink colio_sink;
 typedef struct colio_future colio_future;
+typedef struct colio_stream colio_stream;
 
 /* ---- Library --------------------------------------------------------- */
 
@@ -299,6 +300,40 @@ int colio_future_offset(colio_future *fut, int64_t *out);
  * callback is registered, for the callback to return, so its ctx is not
  * used after free returns. Accepts NULL. */
 int colio_future_free(colio_future *fut);
+
+/* ---- Streams ---------------------------------------------------------- */
+
+/* A sequential reader over a source that keeps depth buffers of
+ * buffer_size bytes filled ahead of the reader by colio's workers (0 for
+ * either takes the default: 1 MiB, 4 buffers). Reads start at offset at
+ * once. Each buffer is filled as several pieces, so a reader waiting on a
+ * slow source gets its first bytes before the whole buffer lands.
+ * The source must outlive the stream: free the stream first (a stream
+ * whose source was freed fails its next fill with COLIO_ECLOSED). */
+int colio_stream_open(colio_source *src, int64_t offset, int64_t buffer_size, int64_t depth,
+                      colio_stream **out);
+
+/* Reads up to size bytes: waits until at least one byte is there, then
+ * copies every byte already read ahead, up to size. *nread receives the
+ * count: 0 only at the end of the source. A failure (an I/O error at some
+ * offset) is returned after the bytes before it were delivered, and again
+ * by every later read: errors are sticky. */
+int colio_stream_read(colio_stream *stream, void *buf, int64_t size, int64_t *nread);
+
+/* Moves the read position like lseek: whence is SEEK_SET (0), SEEK_CUR (1)
+ * or SEEK_END (2). A forward seek into bytes already read ahead uses them;
+ * any other seek drops the buffers and refills from the new position.
+ * Seeking past the end is allowed (reads there return 0 bytes). *pos (may
+ * be NULL) receives the new position. */
+int colio_stream_seek(colio_stream *stream, int64_t offset, int whence, int64_t *pos);
+
+/* The offset of the next byte colio_stream_read returns. */
+int colio_stream_tell(colio_stream *stream, int64_t *pos);
+
+/* Frees the stream. Safe while another thread waits in colio_stream_read
+ * (that read fails with COLIO_ECLOSED); fills in flight are cancelled or
+ * finish into buffers that are then freed. Accepts NULL. */
+int colio_stream_free(colio_stream *stream);
 
 #ifdef __cplusplus
 }

@@ -177,6 +177,35 @@ func (s *Stream) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// ReadAvailable waits for at least one byte like Read, then goes on
+// filling p from every piece that has already landed, without waiting
+// again. It serves callers that pay per call (C, ctypes), who want as many
+// bytes as possible from each one without giving up the early first byte.
+func (s *Stream) ReadAvailable(p []byte) (int, error) {
+	n, err := s.Read(p)
+	for err == nil && n < len(p) && s.ready() {
+		var m int
+		m, err = s.Read(p[n:])
+		n += m
+	}
+	if n > 0 {
+		return n, nil // an error is sticky: the next call returns it
+	}
+	return n, err
+}
+
+// ready reports whether a Read would return without waiting for I/O.
+func (s *Stream) ready() bool {
+	if len(s.data) > 0 || s.err != nil {
+		return true
+	}
+	sl := s.slots[s.cur]
+	if sl.next < sl.limit {
+		return sl.futs[sl.next].Done()
+	}
+	return false // a slot boundary: a refill is due, which is not free
+}
+
 // ReadByte reads one byte (io.ByteReader), for decoders that want it.
 func (s *Stream) ReadByte() (byte, error) {
 	if len(s.data) == 0 {

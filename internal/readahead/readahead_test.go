@@ -310,3 +310,36 @@ func TestStress(t *testing.T) {
 	}
 	t.Logf("%d reads", reads.Load())
 }
+
+func TestReadAvailable(t *testing.T) {
+	data := fakes.Pattern(3<<20, 10)
+	gate := make(chan struct{})
+	slow := &fakes.SlowSource{Data: data, Gate: gate}
+	s, err := Open(context.Background(), newEngine(), engine.NewSource(slow), 0, 1<<20, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	close(gate)
+	time.Sleep(50 * time.Millisecond) // every piece of both buffers lands
+	p := make([]byte, 3<<20)
+	n, err := s.ReadAvailable(p)
+	if err != nil || n != 1<<20 || !bytes.Equal(p[:n], data[:n]) {
+		t.Fatalf("landed bytes in one call: %d %v (want the first buffer, 1 MiB)", n, err)
+	}
+	var got []byte
+	got = append(got, p[:n]...)
+	for {
+		n, err := s.ReadAvailable(p)
+		got = append(got, p[:n]...)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatal("bytes differ")
+	}
+}

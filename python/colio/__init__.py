@@ -14,7 +14,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 __all__ = [
-    "__version__", "source", "from_fsspec", "from_callable", "from_buffer", "sink",
+    "__version__", "open", "source", "from_fsspec", "from_callable", "from_buffer", "sink",
     "Source", "Sink", "Future", "get_config", "set_config", "stats", "library_version",
     "library_path", "ColioError", "InvalidArgumentError", "ColioIOError", "NotFoundError",
     "ClosedError", "ColioTimeoutError", "ColioCancelledError", "NotSupportedError",
@@ -27,6 +27,7 @@ _LAZY = {
     "Source": "_source", "from_fsspec": "_fsspec",
     "sink": "_sink", "Sink": "_sink",
     "Future": "_future",
+    "open": "_stream",
     "ColioError": "_errors", "InvalidArgumentError": "_errors", "ColioIOError": "_errors",
     "NotFoundError": "_errors", "ClosedError": "_errors", "ColioTimeoutError": "_errors",
     "ColioCancelledError": "_errors", "NotSupportedError": "_errors",

@@ -165,6 +165,12 @@ FUNCTIONS = {
     "colio_future_error": (c_int, [handle_p, POINTER(c_char_p), _p_int]),
     "colio_future_offset": (c_int, [handle_p, _p_i64]),
     "colio_future_free": (c_int, [handle_p]),
+    # streams
+    "colio_stream_open": (c_int, [handle_p, c_int64, c_int64, c_int64, _p_handle]),
+    "colio_stream_read": (c_int, [handle_p, c_void_p, c_int64, _p_i64]),
+    "colio_stream_seek": (c_int, [handle_p, c_int64, c_int, _p_i64]),
+    "colio_stream_tell": (c_int, [handle_p, _p_i64]),
+    "colio_stream_free": (c_int, [handle_p]),
 }
 
 

@@ -239,6 +239,14 @@ class Source:
             futs.append(track(L, f, hs[i]))
         return futs
 
+    def stream(self, offset: int = 0, buffer_size: int | None = None, depth: int | None = None):
+        """A buffered binary file object (``io.BufferedReader``) that reads
+        this source sequentially from offset, with ``depth`` buffers of
+        ``buffer_size`` bytes read ahead by colio's workers (defaults:
+        4 x 1 MiB). Closing it leaves the source open."""
+        from . import _stream
+        return _stream.stream(self, offset, buffer_size, depth)
+
     def read_ranges(self, ranges) -> "list[memoryview]":
         """read_ranges_async, then waits for every range (in parallel)."""
         return [f.result() for f in self.read_ranges_async(ranges)]

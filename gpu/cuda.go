@@ -129,7 +129,9 @@ func (d *cudaDev) HostAlloc(size int) ([]byte, error) {
 	return unsafe.Slice((*byte)(p), size), nil
 }
 
-func (d *cudaDev) HostFree(p []byte) error { return cu.MemFreeHost(unsafe.Pointer(unsafe.SliceData(p))) }
+func (d *cudaDev) HostFree(p []byte) error {
+	return cu.MemFreeHost(unsafe.Pointer(unsafe.SliceData(p)))
+}
 
 func (d *cudaDev) StreamCreate() (Stream, error) {
 	s, err := cu.MakeStream(cu.NonBlocking)

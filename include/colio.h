@@ -191,6 +191,91 @@ typedef struct colio_range {
 int colio_readv_async(colio_source *src, const colio_range *ranges, int64_t n,
                       colio_future **futures_out);
 
+/* ---- Arrow C Data Interface ------------------------------------------- */
+
+/* The structs of the Arrow C Data Interface, exactly as the Arrow
+ * specification declares them (guarded, so that a program that includes
+ * arrow/c/abi.h, nanoarrow.h or another copy first gets one definition). */
+#ifndef ARROW_C_DATA_INTERFACE
+#define ARROW_C_DATA_INTERFACE
+
+#define ARROW_FLAG_DICTIONARY_ORDERED 1
+#define ARROW_FLAG_NULLABLE 2
+#define ARROW_FLAG_MAP_KEYS_SORTED 4
+
+struct ArrowSchema {
+  // Array type description
+  const char* format;
+  const char* name;
+  const char* metadata;
+  int64_t flags;
+  int64_t n_children;
+  struct ArrowSchema** children;
+  struct ArrowSchema* dictionary;
+
+  // Release callback
+  void (*release)(struct ArrowSchema*);
+  // Opaque producer-specific data
+  void* private_data;
+};
+
+struct ArrowArray {
+  // Array data description
+  int64_t length;
+  int64_t null_count;
+  int64_t offset;
+  int64_t n_buffers;
+  int64_t n_children;
+  const void** buffers;
+  struct ArrowArray** children;
+  struct ArrowArray* dictionary;
+
+  // Release callback
+  void (*release)(struct ArrowArray*);
+  // Opaque producer-specific data
+  void* private_data;
+};
+
+#endif  // ARROW_C_DATA_INTERFACE
+
+/* Reads n ranges of src eagerly and in parallel, as colio_readv_async
+ * does, and exports the result as one Arrow array of type large_binary
+ * (format "Z"): element i holds range i's bytes. ranges[i].buf is ignored:
+ * colio allocates the memory. The array has n_buffers == 3: buffers[0]
+ * (validity) is NULL and null_count 0, buffers[1] holds n + 1 int64_t
+ * offsets, buffers[2] the bytes of every range back to back. The reads
+ * land directly in that one data buffer; nothing is copied afterwards.
+ *
+ * A range that crosses the end of the source gives a shorter element (the
+ * bytes that exist), one that starts at the end an empty element, and one
+ * that starts past it fails the call (COLIO_EINVAL), as does a negative
+ * offset or size. If any read fails, the call fails with its code, every
+ * read has ended, and nothing is exported.
+ *
+ * On success *out (and *out_schema, if it is not NULL) belong to the
+ * caller, who must call out->release(out) once (and out_schema's) when
+ * done, from any thread; release sets release to NULL, as the
+ * specification says. The structs may be moved (copied bitwise) before
+ * release. Their memory comes from C's allocator (malloc), never Go's,
+ * and is freed by the release callbacks. On failure, out->release and
+ * out_schema->release are NULL and nothing needs releasing.
+ *
+ * After fork(), release callbacks called in the child return without
+ * freeing (the child cannot enter colio): the child leaks that memory
+ * until it exits; the parent's arrays are unaffected. */
+int colio_read_ranges_arrow(colio_source *src, const colio_range *ranges, int64_t n,
+                            struct ArrowArray *out, struct ArrowSchema *out_schema);
+
+/* Reads size bytes at offset (eagerly, split into parallel tasks like
+ * colio_read) into one C-allocated buffer and exports it as an Arrow uint8
+ * array (format "C"; n_buffers == 2: NULL validity, then the bytes). Its
+ * length is the bytes read: fewer than size when the range crosses the
+ * end of the source, 0 when it starts at the end; starting past the end
+ * is COLIO_EINVAL. Ownership, release and failure as for
+ * colio_read_ranges_arrow. */
+int colio_read_arrow_buffer(colio_source *src, int64_t offset, int64_t size,
+                            struct ArrowArray *out, struct ArrowSchema *out_schema);
+
 /* ---- Sinks ------------------------------------------------------------- */
 
 #define COLIO_SINK_CREATE   1 /* create the file if missing */

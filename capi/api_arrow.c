@@ -2,14 +2,23 @@
  * api_arrow.c: the Arrow C Data Interface entry points.
  *
  * Go (arrow.go) reads into buffers from arrow-go's mallocator (C memory)
- * and exports them with arrow-go's cdata package, whose release callbacks
- * are Go functions. Here, after a successful export, each release callback
- * is wrapped in a C one (a "guard") that checks the fork guard first: in a
- * child after fork() the Go runtime cannot be entered, so a release there
- * only marks the struct released (the child leaks that memory until it
- * exits) instead of hanging in Go. Outside a forked child the guard puts
- * cdata's callback and private data back into the (possibly moved) struct
- * and calls it, which frees everything and sets release to NULL.
+ * and exports them with arrow-go's cdata package, whose release callback
+ * is a Go function. Here, after a successful export, that struct is kept
+ * in a C "guard" with a reference count, and the caller's struct becomes a
+ * reference to it: same length, offset and buffers (the same pointers),
+ * release = guarded_array_release, private_data = the guard.
+ * colio_arrow_array_ref makes more references. Releasing a reference
+ * never enters Go, except the last one, which calls cdata's release on the
+ * kept struct: that frees the buffers (C's free) and the guard goes too.
+ *
+ * The release callbacks check the fork guard: in a child after fork() the
+ * Go runtime cannot be entered, so a release there only marks the struct
+ * released (the child leaks that memory until it exits) instead of
+ * hanging in Go. The parent's references are unaffected.
+ *
+ * Schemas are static: the format is a string literal, the name "", no
+ * metadata; release only marks the struct released. They cost nothing and
+ * never enter Go.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,71 +27,54 @@
 #include "colioi.h"
 
 typedef struct {
-  void (*release)(struct ArrowArray *);
-  void *private_data;
+  int64_t refs;           /* live references; atomic */
+  struct ArrowArray base; /* cdata's export, released with the last one */
+  const char *format;     /* the array's Arrow format (static) */
 } array_guard;
-
-typedef struct {
-  void (*release)(struct ArrowSchema *);
-  void *private_data;
-} schema_guard;
 
 static void guarded_array_release(struct ArrowArray *a) {
   if (a == NULL || a->release == NULL)
     return;
   array_guard *g = (array_guard *)a->private_data;
-  if (colioi_forked) {
-    a->release = NULL;
+  a->release = NULL;
+  a->private_data = NULL;
+  if (colioi_forked)
     return;
+  if (__atomic_sub_fetch(&g->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+    g->base.release(&g->base);
+    free(g);
   }
-  a->private_data = g->private_data;
-  a->release = g->release;
-  free(g);
-  a->release(a);
-  a->release = NULL; /* cdata does this too; the spec requires it */
 }
 
-static void guarded_schema_release(struct ArrowSchema *s) {
-  if (s == NULL || s->release == NULL)
-    return;
-  schema_guard *g = (schema_guard *)s->private_data;
-  if (colioi_forked) {
+static void static_schema_release(struct ArrowSchema *s) {
+  if (s != NULL)
     s->release = NULL;
-    return;
-  }
-  s->private_data = g->private_data;
-  s->release = g->release;
-  free(g);
-  s->release(s);
-  s->release = NULL;
 }
 
-/* Wraps the release callbacks of a fresh export. If a guard cannot be
- * allocated, releases the export and fails. */
-static int guard_export(const char *name, struct ArrowArray *out, struct ArrowSchema *out_schema) {
-  array_guard *ga = (array_guard *)malloc(sizeof *ga);
-  schema_guard *gs = out_schema ? (schema_guard *)malloc(sizeof *gs) : NULL;
-  if (ga == NULL || (out_schema != NULL && gs == NULL)) {
-    free(ga);
-    free(gs);
+static void fill_schema(struct ArrowSchema *s, const char *format) {
+  memset(s, 0, sizeof *s);
+  s->format = format;
+  s->name = "";
+  s->release = static_schema_release;
+}
+
+/* Turns a fresh cdata export in *out into the first reference to it. If a
+ * guard cannot be allocated, releases the export and fails. */
+static int guard_export(const char *name, const char *format, struct ArrowArray *out,
+                        struct ArrowSchema *out_schema) {
+  array_guard *g = (array_guard *)malloc(sizeof *g);
+  if (g == NULL) {
     out->release(out);
-    out->release = NULL;
-    if (out_schema) {
-      out_schema->release(out_schema);
-      out_schema->release = NULL;
-    }
+    memset(out, 0, sizeof *out);
     return colioi_fail(COLIO_EINTERNAL, "%s: out of memory", name);
   }
-  ga->release = out->release;
-  ga->private_data = out->private_data;
+  g->refs = 1;
+  g->base = *out;
+  g->format = format;
   out->release = guarded_array_release;
-  out->private_data = ga;
-  if (out_schema) {
-    gs->release = out_schema->release;
-    gs->private_data = out_schema->private_data;
-    out_schema->release = guarded_schema_release;
-    out_schema->private_data = gs;
-  }
+  out->private_data = g;
+  if (out_schema)
+    fill_schema(out_schema, format);
   return COLIO_OK;
 }
 
@@ -100,13 +92,12 @@ int colio_read_ranges_arrow(colio_source *src, const colio_range *ranges, int64_
   COLIOI_ENTER("colio_read_ranges_arrow");
   COLIOI_NEED("colio_read_ranges_arrow", out);
   clear_outputs(out, out_schema);
-  int rc = colioGoReadRangesArrow((uintptr_t)src, (void *)ranges, n, out, out_schema,
-                                  colioi_tls_level);
+  int rc = colioGoReadRangesArrow((uintptr_t)src, (void *)ranges, n, out, colioi_tls_level);
   if (rc != COLIO_OK) {
     clear_outputs(out, out_schema);
     return rc;
   }
-  return guard_export("colio_read_ranges_arrow", out, out_schema);
+  return guard_export("colio_read_ranges_arrow", "Z", out, out_schema);
 }
 
 int colio_read_arrow_buffer(colio_source *src, int64_t offset, int64_t size,
@@ -114,10 +105,30 @@ int colio_read_arrow_buffer(colio_source *src, int64_t offset, int64_t size,
   COLIOI_ENTER("colio_read_arrow_buffer");
   COLIOI_NEED("colio_read_arrow_buffer", out);
   clear_outputs(out, out_schema);
-  int rc = colioGoReadArrowBuffer((uintptr_t)src, offset, size, out, out_schema, colioi_tls_level);
+  int rc = colioGoReadArrowBuffer((uintptr_t)src, offset, size, out, colioi_tls_level);
   if (rc != COLIO_OK) {
     clear_outputs(out, out_schema);
     return rc;
   }
-  return guard_export("colio_read_arrow_buffer", out, out_schema);
+  return guard_export("colio_read_arrow_buffer", "C", out, out_schema);
+}
+
+int colio_arrow_array_ref(const struct ArrowArray *array, struct ArrowArray *out,
+                          struct ArrowSchema *out_schema) {
+  COLIOI_ENTER("colio_arrow_array_ref");
+  COLIOI_NEED("colio_arrow_array_ref", out);
+  if ((const struct ArrowArray *)out == array) /* the reference in it would be lost */
+    return colioi_fail(COLIO_EINVAL, "colio_arrow_array_ref: out is array itself");
+  clear_outputs(out, out_schema);
+  COLIOI_NEED("colio_arrow_array_ref", array);
+  struct ArrowArray a = *array;
+  if (a.release != guarded_array_release)
+    return colioi_fail(COLIO_EINVAL, "colio_arrow_array_ref: the array was %s",
+                       a.release == NULL ? "released already" : "not exported by colio");
+  array_guard *g = (array_guard *)a.private_data;
+  __atomic_add_fetch(&g->refs, 1, __ATOMIC_RELAXED);
+  *out = a;
+  if (out_schema)
+    fill_schema(out_schema, g->format);
+  return COLIO_OK;
 }

@@ -30,7 +30,7 @@ import (
 // bytes. cdata keeps the array alive through a cgo.Handle until its release
 // callback, which drops the last reference, and the mallocator frees the
 // memory with C's free. The C side (api_arrow.c) wraps that callback in a
-// fork guard.
+// reference count and a fork guard.
 var arrowAlloc = mallocator.NewMallocator()
 
 // arrowRange is one range to read into the export's data buffer: want
@@ -99,16 +99,16 @@ func readArrow(name string, e *engine.Engine, s *engine.Source, rs []arrowRange,
 	return data, got, C.COLIO_OK
 }
 
-// export hands arr to C and drops Go's references: from now on the
-// exported struct holds the only one.
-func export(arr arrow.Array, out *C.struct_ArrowArray, outSchema *C.struct_ArrowSchema) {
-	cdata.ExportArrowArray(arr,
-		(*cdata.CArrowArray)(unsafe.Pointer(out)),
-		(*cdata.CArrowSchema)(unsafe.Pointer(outSchema)))
+// export hands arr to C; the caller then drops Go's references, so the
+// exported struct holds the only one. The schema is not cdata's: the C side
+// fills a static one (its format is all it needs), so that a schema's
+// release never enters Go.
+func export(arr arrow.Array, out *C.struct_ArrowArray) {
+	cdata.ExportArrowArray(arr, (*cdata.CArrowArray)(unsafe.Pointer(out)), nil)
 }
 
 //export colioGoReadRangesArrow
-func colioGoReadRangesArrow(src C.uintptr_t, ranges unsafe.Pointer, n C.int64_t, out *C.struct_ArrowArray, outSchema *C.struct_ArrowSchema, level C.int) (rc C.int) {
+func colioGoReadRangesArrow(src C.uintptr_t, ranges unsafe.Pointer, n C.int64_t, out *C.struct_ArrowArray, level C.int) (rc C.int) {
 	const name = "colio_read_ranges_arrow"
 	defer recoverInto(name, &rc)
 	e, s, rc := sourceOf(name, src)
@@ -183,12 +183,12 @@ func colioGoReadRangesArrow(src C.uintptr_t, ranges unsafe.Pointer, n C.int64_t,
 	defer ad.Release()
 	arr := array.NewLargeBinaryData(ad)
 	defer arr.Release()
-	export(arr, out, outSchema)
+	export(arr, out)
 	return C.COLIO_OK
 }
 
 //export colioGoReadArrowBuffer
-func colioGoReadArrowBuffer(src C.uintptr_t, off, size C.int64_t, out *C.struct_ArrowArray, outSchema *C.struct_ArrowSchema, level C.int) (rc C.int) {
+func colioGoReadArrowBuffer(src C.uintptr_t, off, size C.int64_t, out *C.struct_ArrowArray, level C.int) (rc C.int) {
 	const name = "colio_read_arrow_buffer"
 	defer recoverInto(name, &rc)
 	e, s, rc := sourceOf(name, src)
@@ -221,6 +221,6 @@ func colioGoReadArrowBuffer(src C.uintptr_t, off, size C.int64_t, out *C.struct_
 	defer ad.Release()
 	arr := array.NewUint8Data(ad)
 	defer arr.Release()
-	export(arr, out, outSchema)
+	export(arr, out)
 	return C.COLIO_OK
 }

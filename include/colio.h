@@ -252,13 +252,14 @@ struct ArrowArray {
  * offset or size. If any read fails, the call fails with its code, every
  * read has ended, and nothing is exported.
  *
- * On success *out (and *out_schema, if it is not NULL) belong to the
- * caller, who must call out->release(out) once (and out_schema's) when
- * done, from any thread; release sets release to NULL, as the
- * specification says. The structs may be moved (copied bitwise) before
- * release. Their memory comes from C's allocator (malloc), never Go's,
- * and is freed by the release callbacks. On failure, out->release and
- * out_schema->release are NULL and nothing needs releasing.
+ * On success *out (and *out_schema, if it is not NULL: the schema,
+ * format "Z", name "", no flags) belong to the caller, who must call
+ * out->release(out) once (and out_schema's) when done, from any thread;
+ * release sets release to NULL, as the specification says. The structs
+ * may be moved (copied bitwise) before release. The buffers come from C's
+ * allocator (arrow-go's mallocator: calloc), never Go's, and are freed by
+ * the release callback. On failure, out->release and out_schema->release
+ * are NULL and nothing needs releasing. out_schema may be NULL.
  *
  * After fork(), release callbacks called in the child return without
  * freeing (the child cannot enter colio): the child leaks that memory
@@ -275,6 +276,20 @@ int colio_read_ranges_arrow(colio_source *src, const colio_range *ranges, int64_
  * colio_read_ranges_arrow. */
 int colio_read_arrow_buffer(colio_source *src, int64_t offset, int64_t size,
                             struct ArrowArray *out, struct ArrowSchema *out_schema);
+
+/* Another reference to an array exported by colio_read_ranges_arrow,
+ * colio_read_arrow_buffer or this function: *out shares array's buffers
+ * (the same memory, no copy) and has its own release callback; the memory
+ * is freed when the last reference is released, each exactly once, from
+ * any thread. array must not be released yet (it stays valid: releasing
+ * it is still the caller's job). out_schema, if not NULL, receives a new
+ * schema of the array's type. For consumers that hand the same data to
+ * several owners, such as Python's __arrow_c_array__, which may be called
+ * more than once. An array colio did not export, or out == array, is
+ * COLIO_EINVAL; on failure out->release (and out_schema->release) are
+ * NULL, except when out == array, which is left as it was. */
+int colio_arrow_array_ref(const struct ArrowArray *array, struct ArrowArray *out,
+                          struct ArrowSchema *out_schema);
 
 /* ---- Sinks ------------------------------------------------------------- */
 

@@ -278,6 +278,57 @@ static void test_other_thread(colio_source *src) {
   release_elsewhere(a, s, N);
 }
 
+/* ---- more references: colio_arrow_array_ref ------------------------------- */
+
+static void dummy_release(struct ArrowArray *a) { a->release = NULL; }
+
+static void test_refs(colio_source *src) {
+  struct ArrowArray a, r1, r2, r3;
+  struct ArrowSchema s1;
+  colio_range r;
+  r.offset = 100;
+  r.size = 200000;
+  r.buf = NULL;
+  OK(colio_read_ranges_arrow(src, &r, 1, &a, NULL));
+  OK(colio_arrow_array_ref(&a, &r1, &s1));
+  OK(colio_arrow_array_ref(&r1, &r2, NULL)); /* a reference of a reference */
+  /* The same memory, not a copy. */
+  CHECK(r1.buffers == a.buffers && r2.buffers == a.buffers);
+  CHECK(r1.length == 1 && r2.n_buffers == 3);
+  CHECK(strcmp(s1.format, "Z") == 0 && s1.n_children == 0);
+  const int64_t want_off[1] = {100};
+  const int64_t want_len[1] = {200000};
+  /* Released in any order, from any thread: the data stay valid until the
+   * last reference goes. */
+  release_all(&a, NULL);
+  check_large_binary(&r1, &s1, 1, want_off, want_len);
+  release_all(&r1, &s1);
+  check_large_binary(&r2, NULL, 1, want_off, want_len);
+  /* out == array would lose a reference: refused, r2 left as it was. */
+  CHECK_ERR(colio_arrow_array_ref(&r2, &r2, NULL), COLIO_EINVAL, "out is array itself");
+  REQUIRE(r2.release != NULL);
+  OK(colio_arrow_array_ref(&r2, &r3, NULL));
+  struct ArrowArray two[2];
+  two[0] = r2;
+  two[1] = r3;
+  release_elsewhere(two, NULL, 1);
+  check_large_binary(&two[1], NULL, 1, want_off, want_len);
+  release_elsewhere(two + 1, NULL, 1);
+
+  /* Errors: NULL, released, not colio's. */
+  struct ArrowArray x;
+  CHECK_ERR(colio_arrow_array_ref(&a, NULL, NULL), COLIO_EINVAL, "out is NULL");
+  memset(&x, 0xAB, sizeof x);
+  CHECK_ERR(colio_arrow_array_ref(NULL, &x, NULL), COLIO_EINVAL, "array is NULL");
+  CHECK(x.release == NULL);
+  CHECK_ERR(colio_arrow_array_ref(&a, &x, NULL), COLIO_EINVAL, "released already");
+  struct ArrowArray foreign;
+  memset(&foreign, 0, sizeof foreign);
+  foreign.release = dummy_release;
+  CHECK_ERR(colio_arrow_array_ref(&foreign, &x, NULL), COLIO_EINVAL, "not exported by colio");
+  CHECK(x.release == NULL);
+}
+
 /* ---- errors --------------------------------------------------------------- */
 
 static int64_t failing_read(void *ctx, void *buf, int64_t size, int64_t offset) {
@@ -430,6 +481,11 @@ static void test_leaks(long cycles) {
       REQUIRE(len > 0 && data[len - 1] == ref[(a[i].n_buffers == 3 ? r[2].offset + r[2].size
                                                                    : r[0].offset + r[0].size) - 1]);
       sum += len;
+      if (k % 5 == 0) { /* a second reference, released before the first */
+        struct ArrowArray ref2;
+        REQUIRE(colio_arrow_array_ref(&a[i], &ref2, NULL) == COLIO_OK);
+        release_all(&ref2, NULL);
+      }
     }
     if (b % 3 == 2) {
       release_elsewhere(a, s, n);
@@ -485,6 +541,7 @@ int main(int argc, char **argv) {
   test_buffer(src);
   test_zero_copy();
   test_other_thread(src);
+  test_refs(src);
   test_errors(src);
   test_fork(src);
   OK(colio_source_free(src));

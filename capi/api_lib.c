@@ -44,6 +44,7 @@ int colio_stats(colio_counters *out) {
   int rc = colioGoStats(&all);
   if (rc != COLIO_OK)
     return rc;
+  colioi_fast_stats(&all);
   /* Fill whole fields only, up to what the caller's struct holds. */
   size_t n = want < sizeof all ? want : sizeof all;
   n = first + (n - first) / sizeof(int64_t) * sizeof(int64_t);

@@ -9,7 +9,13 @@
 int colio_read(colio_source *src, void *buf, int64_t size, int64_t offset, int64_t *nread) {
   COLIOI_ENTER("colio_read");
   int64_t n = 0;
-  int rc = colioGoRead((uintptr_t)src, buf, size, offset, &n, colioi_tls_level);
+  int rc;
+  if (colioi_fast_read((uintptr_t)src, buf, size, offset, &n, &rc)) {
+    if (nread)
+      *nread = n;
+    return rc;
+  }
+  rc = colioGoRead((uintptr_t)src, buf, size, offset, &n, colioi_tls_level);
   if (nread)
     *nread = n;
   return rc;

@@ -65,9 +65,19 @@ void colioi_call_sink_release(colio_sink_callbacks *cb);
 void colioi_call_done(colio_future_callback cb, uintptr_t ctx, uintptr_t fut, int status,
                       int64_t nbytes);
 
+/* ---- fastpath.c: small synchronous reads without entering Go ----------- */
+
+void colioi_fast_set_threshold(int64_t v);
+void colioi_fast_register(uint64_t tok, int fd, const void *mem, int64_t mem_size);
+void colioi_fast_unregister(uint64_t tok);
+int colioi_fast_read(uint64_t tok, void *buf, int64_t size, int64_t offset, int64_t *nread,
+                     int *rc);
+
 /* ---- stats ------------------------------------------------------------ */
 
 /* The v1 colio_counters, filled by Go; colio_stats copies what fits. */
 typedef colio_counters colioi_counters;
+/* Adds the fast path's counters to c. */
+void colioi_fast_stats(colio_counters *c);
 
 #endif /* COLIOI_H */

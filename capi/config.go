@@ -23,6 +23,7 @@ func colioGoConfigSet(key *C.char, value C.int64_t) (rc C.int) {
 	if err := e.Set(config.Key(C.GoString(key)), int64(value)); err != nil {
 		return fail(name, err)
 	}
+	C.colioi_fast_set_threshold(C.int64_t(e.Config().SmallReadThreshold))
 	return C.COLIO_OK
 }
 

@@ -1,7 +1,13 @@
 package main
 
+/*
+#include "colioi.h"
+*/
+import "C"
+
 import (
 	"context"
+	"sync"
 
 	"github.com/colio-dev/colio/internal/engine"
 	"github.com/colio-dev/colio/internal/pool"
@@ -11,8 +17,16 @@ import (
 // makes it fail, and with it every call, with a message naming the
 // variable: running with a silent default would hide the typo.
 func eng() (*engine.Engine, error) {
-	return engine.Default()
+	e, err := engine.Default()
+	if err == nil {
+		fastInit.Do(func() { C.colioi_fast_set_threshold(C.int64_t(e.Config().SmallReadThreshold)) })
+	}
+	return e, err
 }
+
+// fastInit hands the C fast path its threshold once the engine exists;
+// colio_config_set_int keeps it current.
+var fastInit sync.Once
 
 // levelCtxs holds one context per pool level, made once, so that entry
 // points do not allocate one per call.

@@ -23,11 +23,7 @@ func colioGoRead(src C.uintptr_t, buf unsafe.Pointer, size, off C.int64_t, nread
 	if rc != C.COLIO_OK {
 		return rc
 	}
-	f, err := e.Read(ctxAt(int(level)), s, p, int64(off))
-	if err != nil {
-		return fail(name, err)
-	}
-	n, err := f.WaitTimeout(-1)
+	n, err := e.ReadAt(ctxAt(int(level)), s, p, int64(off))
 	*nread = C.int64_t(n)
 	if err != nil {
 		return fail(name, err)

@@ -14,12 +14,18 @@ import (
 
 // putSource registers s and writes its token to *out. If the table is
 // full, s is closed again (its release callback runs) and the call fails.
+// File sources are also registered with the C fast path (fastpath.c) for
+// small synchronous reads; memory sources register in their constructor,
+// which has the caller's C pointer.
 func putSource(name string, s source.Source, out *C.uintptr_t) C.int {
 	es := engine.NewSource(s)
 	tok, err := handles.put(kindSource, es)
 	if err != nil {
 		es.Close()
 		return invalid(name, "%v", err)
+	}
+	if f, ok := s.(*source.File); ok {
+		C.colioi_fast_register(C.uint64_t(tok), C.int(f.Fd()), nil, 0)
 	}
 	*out = C.uintptr_t(tok)
 	return C.COLIO_OK
@@ -66,7 +72,13 @@ func colioGoSourceFromMemory(data unsafe.Pointer, size C.int64_t, out *C.uintptr
 	if rc != C.COLIO_OK {
 		return rc
 	}
-	return putSource(name, source.FromMemory(b), out)
+	if rc := putSource(name, source.FromMemory(b), out); rc != C.COLIO_OK {
+		return rc
+	}
+	if size > 0 {
+		C.colioi_fast_register(C.uint64_t(*out), -1, data, size)
+	}
+	return C.COLIO_OK
 }
 
 // colioGoSourceFromCallbacks takes cb, colio's copy of the caller's
@@ -115,6 +127,8 @@ func colioGoSourceFree(src C.uintptr_t) (rc C.int) {
 	if err != nil {
 		return fail(name, err)
 	}
+	// No C fast-path read may touch the descriptor once Close runs.
+	C.colioi_fast_unregister(C.uint64_t(src))
 	if err := obj.(*engine.Source).Close(); err != nil {
 		return fail(name, err)
 	}

@@ -35,11 +35,7 @@ func colioGoWrite(snk C.uintptr_t, buf unsafe.Pointer, size, off C.int64_t, nwri
 	if rc != C.COLIO_OK {
 		return rc
 	}
-	f, err := e.Write(ctxAt(int(level)), s, p, int64(off))
-	if err != nil {
-		return fail(name, err)
-	}
-	n, err := f.WaitTimeout(-1)
+	n, err := e.WriteAt(ctxAt(int(level)), s, p, int64(off))
 	*nwritten = C.int64_t(n)
 	if err != nil {
 		return fail(name, err)

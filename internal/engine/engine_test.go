@@ -909,3 +909,12 @@ func TestSetThreadsAtRunTime(t *testing.T) {
 		t.Fatal("unknown key accepted")
 	}
 }
+
+func mustReadFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -44,6 +44,10 @@ func OpenFile(path string) (*File, error) {
 	return &File{fd: fd, path: path}, nil
 }
 
+// Fd returns the descriptor, for the C API's fast path. It stays valid
+// until Close.
+func (f *File) Fd() int { return f.fd }
+
 // Path returns the path the file was opened with.
 func (f *File) Path() string { return f.path }
 

@@ -14,6 +14,9 @@ from ._buffers import EMPTY_ADDR as _EMPTY_ADDR
 from ._buffers import index, new_bytes, readable, view_of, writable
 from ._errors import ClosedError, InvalidArgumentError, last_error, make_error
 
+# Per-thread scratch for synchronous calls (see Source.read_into).
+_tls = threading.local()
+
 # Sources whose operations call back into Python, drained at exit.
 _callback_sources: "weakref.WeakSet[Source]" = weakref.WeakSet()
 
@@ -117,12 +120,23 @@ class Source:
                 raise InvalidArgumentError(
                     f"colio: the buffer is too small: {n} bytes for a read of {size}")
             n = size
-        offset = index(offset, "offset")
+        if type(offset) is not int or offset < 0:  # the common case skips the call
+            offset = index(offset, "offset")
         if self._loop is not None:
             return self._loop.read_into(self, pin, addr, n, offset)
         L = _lib.L or _lib.load()
-        out = c_int64(0)
-        rc = L.colio_read(self._h(), addr, n, offset, byref(out))
+        # One out-parameter per thread, made once: a c_int64 and its byref
+        # cost about as much as the read they report on.
+        try:
+            out, out_ref = _tls.out
+        except AttributeError:
+            out = c_int64(0)
+            out_ref = byref(out)
+            _tls.out = (out, out_ref)
+        h = self._handle
+        if h is None or self._closed:
+            h = self._h()  # raises ClosedError
+        rc = L.colio_read(h, addr, n, offset, out_ref)
         if rc:
             raise self._error(rc, addr, n)
         return out.value

@@ -18,7 +18,7 @@ __all__ = [
     "Source", "Sink", "Future", "get_config", "set_config", "stats", "library_version",
     "library_path", "ColioError", "InvalidArgumentError", "ColioIOError", "NotFoundError",
     "ClosedError", "ColioTimeoutError", "ColioCancelledError", "NotSupportedError",
-    "CallbackError", "NoSpaceError", "ForkError", "InternalError",
+    "CallbackError", "NoSpaceError", "ForkError", "InternalError", "ArrowData",
 ]
 
 # name -> module that defines it; imported on first access.
@@ -33,6 +33,7 @@ _LAZY = {
     "ColioCancelledError": "_errors", "NotSupportedError": "_errors",
     "CallbackError": "_errors", "NoSpaceError": "_errors", "ForkError": "_errors",
     "InternalError": "_errors",
+    "ArrowData": "_arrow",
 }
 
 _CONFIG_KEYS = ("threads", "task_size", "small_read_threshold", "small_write_threshold",

@@ -120,6 +120,9 @@ def readable(obj, what: str = "the data"):
     if isinstance(obj, bytes):
         # Immutable: the reference keeps the memory alive and unchanged.
         return obj, (_BytesAsString(obj) if obj else EMPTY_ADDR), len(obj)
+    if hasattr(type(obj), "__arrow_c_array__"):  # pyarrow, polars, colio.ArrowData...
+        from ._arrow import arrow_readable
+        return arrow_readable(obj, what)
     mv = _memoryview(obj, what)
     if not mv.c_contiguous:
         raise InvalidArgumentError(

@@ -110,12 +110,53 @@ class Range(Structure):
     ]
 
 
+# The Arrow C Data Interface structs (colio.h declares them as the Arrow
+# specification does). Used by colio._arrow.
+class ArrowSchema(Structure):
+    pass
+
+
+ARROW_SCHEMA_RELEASE = ctypes.CFUNCTYPE(None, POINTER(ArrowSchema))
+ArrowSchema._fields_ = [
+    ("format", c_char_p),
+    ("name", c_char_p),
+    ("metadata", c_char_p),
+    ("flags", c_int64),
+    ("n_children", c_int64),
+    ("children", POINTER(POINTER(ArrowSchema))),
+    ("dictionary", POINTER(ArrowSchema)),
+    ("release", ARROW_SCHEMA_RELEASE),
+    ("private_data", c_void_p),
+]
+
+
+class ArrowArray(Structure):
+    pass
+
+
+ARROW_ARRAY_RELEASE = ctypes.CFUNCTYPE(None, POINTER(ArrowArray))
+ArrowArray._fields_ = [
+    ("length", c_int64),
+    ("null_count", c_int64),
+    ("offset", c_int64),
+    ("n_buffers", c_int64),
+    ("n_children", c_int64),
+    ("buffers", POINTER(c_void_p)),
+    ("children", POINTER(POINTER(ArrowArray))),
+    ("dictionary", POINTER(ArrowArray)),
+    ("release", ARROW_ARRAY_RELEASE),
+    ("private_data", c_void_p),
+]
+
+
 # Struct layouts, checked against the header by the tests.
 STRUCTS = {
     "colio_counters": Counters,
     "colio_source_callbacks": SourceCallbacks,
     "colio_sink_callbacks": SinkCallbacks,
     "colio_range": Range,
+    "ArrowSchema": ArrowSchema,
+    "ArrowArray": ArrowArray,
 }
 
 # Function-pointer typedefs of the header, checked by the tests too.
@@ -145,6 +186,13 @@ FUNCTIONS = {
     "colio_read": (c_int, [handle_p, c_void_p, c_int64, c_int64, _p_i64]),
     "colio_read_async": (c_int, [handle_p, c_void_p, c_int64, c_int64, _p_handle]),
     "colio_readv_async": (c_int, [handle_p, POINTER(Range), c_int64, _p_handle]),
+    # Arrow C Data Interface
+    "colio_read_ranges_arrow": (c_int, [handle_p, POINTER(Range), c_int64, POINTER(ArrowArray),
+                                        POINTER(ArrowSchema)]),
+    "colio_read_arrow_buffer": (c_int, [handle_p, c_int64, c_int64, POINTER(ArrowArray),
+                                        POINTER(ArrowSchema)]),
+    "colio_arrow_array_ref": (c_int, [POINTER(ArrowArray), POINTER(ArrowArray),
+                                      POINTER(ArrowSchema)]),
     # sinks
     "colio_sink_open_file": (c_int, [c_char_p, c_int, _p_handle]),
     "colio_sink_from_memory": (c_int, [c_void_p, c_int64, _p_handle]),

@@ -265,6 +265,21 @@ class Source:
         """read_ranges_async, then waits for every range (in parallel)."""
         return [f.result() for f in self.read_ranges_async(ranges)]
 
+    def read_ranges_arrow(self, ranges) -> "colio.ArrowData":
+        """Reads every (offset, size) range at once, in parallel, into one
+        C buffer, and returns it as an Arrow large_binary array (one element
+        per range; shorter at the end of the source) that pyarrow, nanoarrow
+        and polars take without a copy. See colio._arrow."""
+        from . import _arrow
+        return _arrow.read_ranges_arrow(self, ranges)
+
+    def read_arrow(self, offset: int = 0, size: int | None = None) -> "colio.ArrowData":
+        """Reads size bytes (None: to the end) from offset into one C buffer,
+        as an Arrow uint8 array; its ``buffer`` gives the bytes to
+        memoryview and numpy.frombuffer without a copy. See colio._arrow."""
+        from . import _arrow
+        return _arrow.read_arrow(self, offset, size)
+
     # -- lifetime -------------------------------------------------------------
 
     _keep_errors = False  # True for sources backed by Python callbacks

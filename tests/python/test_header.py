@@ -106,7 +106,9 @@ def test_loaded_functions_carry_the_declarations():
 
 def _struct_fields(name):
     text = _header()
-    m = re.search(r"typedef\s+struct\s+" + name + r"\s*\{(.*?)\}\s*" + name + r"\s*;", text, re.S)
+    # "typedef struct x {...} x;" or, for the Arrow structs, "struct x {...};"
+    m = re.search(r"(?:typedef\s+)?struct\s+" + name + r"\s*\{(.*?)\}\s*(?:" + name + r"\s*)?;",
+                  text, re.S)
     assert m, name
     fields = []
     for decl in m.group(1).split(";"):

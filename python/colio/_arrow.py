@@ -1,0 +1,422 @@
+"""Arrow data without copies, through the Arrow C Data Interface and the
+Arrow PyCapsule interface.
+
+Reading: ``Source.read_ranges_arrow(ranges)`` and ``Source.read_arrow(offset,
+size)`` return an :class:`ArrowData`. libcolio reads straight into one
+C-allocated buffer (``colio_read_ranges_arrow`` / ``colio_read_arrow_buffer``)
+and exports it as a ``large_binary`` array (one element per range) or a
+``uint8`` array. ``ArrowData`` implements ``__arrow_c_array__``, so
+``pyarrow.array(obj)``, ``nanoarrow.c_array(obj)``, ``polars.Series(obj)``
+and any other consumer of the PyCapsule interface take it; pyarrow and
+nanoarrow then point at colio's buffer (no copy).
+
+``__arrow_c_array__`` may be called any number of times. Each call asks the
+library for a new *reference* to the export (``colio_arrow_array_ref``): a
+fresh ``struct ArrowArray`` with the same buffer pointers and its own release
+callback, which a consumer may move and release once, on any thread. The
+references share a reference count kept in C, so releasing one never needs
+the GIL or Python; the memory is freed when the last reference goes, whether
+that is the ``ArrowData`` itself, a pyarrow array, or a capsule nobody
+consumed (the capsule destructor releases it). ``requested_schema`` is
+accepted and ignored: the data are returned in their own type, which the
+interface allows (consumers check the schema they get).
+
+``ArrowData.buffer`` is a ctypes ``c_ubyte`` array laid over the data buffer
+(itself holding a reference, so it outlives ``close()``):
+``memoryview(obj.buffer)`` and ``numpy.frombuffer(obj.buffer, numpy.uint8)``
+see the bytes without a copy. A pure-Python class cannot export the buffer
+protocol on Python 3.11; on 3.12 and later ``memoryview(obj)`` works too
+(PEP 688, ``__buffer__``).
+
+Writing: :func:`readable` lets ``Sink.write_async`` and ``Sink.write`` take
+any object with ``__arrow_c_array__`` of a fixed-width type (ints, floats,
+dates, times, timestamps, durations, decimals, fixed-size binary) or a binary
+type (binary, string, large_binary, large_string: the value bytes are
+written): the array is imported (moved out of its capsule, so its producer
+keeps the memory alive), and the library is handed the address of the
+array's own data buffer, at the array's offset. The import is released when
+the write's future completes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from ctypes import POINTER, byref, c_char_p, c_int64, c_size_t, c_void_p
+
+from . import _lib
+from ._buffers import EMPTY_ADDR, index
+from ._errors import InvalidArgumentError, last_error
+
+# ---- the C helpers: libc's allocator, Python's capsule API ---------------------
+
+_libc = ctypes.CDLL(None)
+_calloc = _libc.calloc
+_calloc.argtypes = [c_size_t, c_size_t]
+_calloc.restype = c_void_p
+_free = _libc.free
+_free.argtypes = [c_void_p]
+_free.restype = None
+
+_api = ctypes.pythonapi
+_CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, c_void_p)  # called with the dying capsule
+_CapsuleNew = _api.PyCapsule_New
+_CapsuleNew.argtypes = [c_void_p, c_char_p, _CAPSULE_DESTRUCTOR]
+_CapsuleNew.restype = ctypes.py_object
+# Two views of PyCapsule_GetPointer: on a live capsule (a Python object) and
+# on one being destroyed (a raw pointer: no reference may be taken then).
+_CapsuleGetPointer = ctypes.PYFUNCTYPE(c_void_p, ctypes.py_object, c_char_p)(
+    ("PyCapsule_GetPointer", _api))
+_CapsuleGetPointerRaw = ctypes.PYFUNCTYPE(c_void_p, c_void_p, c_char_p)(
+    ("PyCapsule_GetPointer", _api))
+_CapsuleIsValid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, c_char_p)(
+    ("PyCapsule_IsValid", _api))
+_ErrClear = _api.PyErr_Clear
+_ErrClear.argtypes = []
+_ErrClear.restype = None
+
+_ARRAY_SIZE = ctypes.sizeof(_lib.ArrowArray)
+_SCHEMA_SIZE = ctypes.sizeof(_lib.ArrowSchema)
+_P_ARRAY = POINTER(_lib.ArrowArray)
+_P_SCHEMA = POINTER(_lib.ArrowSchema)
+_ARRAY_RELEASE_AT = _lib.ArrowArray.release.offset
+_SCHEMA_RELEASE_AT = _lib.ArrowSchema.release.offset
+
+
+def _release_struct_at(addr: int, release_at: int, fntype, ptrtype) -> None:
+    """Calls the release callback of the struct at addr, if it has one."""
+    fn = c_void_p.from_address(addr + release_at).value
+    if fn:
+        ctypes.cast(fn, fntype)(ctypes.cast(addr, ptrtype))
+
+
+def _array_capsule_destructor(cap):
+    try:
+        p = _CapsuleGetPointerRaw(cap, b"arrow_array")
+        if not p:
+            _ErrClear()
+            return
+        _release_struct_at(p, _ARRAY_RELEASE_AT, _lib.ARROW_ARRAY_RELEASE, _P_ARRAY)
+        _free(p)
+    except BaseException:  # noqa: BLE001 - nothing may escape a destructor
+        pass
+
+
+def _schema_capsule_destructor(cap):
+    try:
+        p = _CapsuleGetPointerRaw(cap, b"arrow_schema")
+        if not p:
+            _ErrClear()
+            return
+        _release_struct_at(p, _SCHEMA_RELEASE_AT, _lib.ARROW_SCHEMA_RELEASE, _P_SCHEMA)
+        _free(p)
+    except BaseException:  # noqa: BLE001
+        pass
+
+
+_ARRAY_DESTRUCTOR = _CAPSULE_DESTRUCTOR(_array_capsule_destructor)
+_SCHEMA_DESTRUCTOR = _CAPSULE_DESTRUCTOR(_schema_capsule_destructor)
+# Never freed: a capsule may outlive this module's globals at interpreter
+# exit, and its destructor must still be callable then.
+_api.Py_IncRef.argtypes = [ctypes.py_object]
+_api.Py_IncRef(_ARRAY_DESTRUCTOR)
+_api.Py_IncRef(_SCHEMA_DESTRUCTOR)
+
+
+def _lib_now():
+    L = _lib.L
+    return L if L is not None else _lib.load()
+
+
+# ---- reading --------------------------------------------------------------------
+
+class _Ref:
+    """Owns one reference to a colio export (a struct ArrowArray in
+    Python memory); releases it when closed or collected."""
+
+    __slots__ = ("arr",)
+
+    def __init__(self):
+        self.arr = _lib.ArrowArray()
+
+    def release(self) -> None:
+        a = self.arr
+        if a.release:
+            a.release(byref(a))
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:
+            pass
+
+
+class ArrowData:
+    """Bytes read by colio, as an Arrow array over one C buffer (no copy).
+
+    ``type`` is ``"large_binary"`` (from ``read_ranges_arrow``: one element
+    per range) or ``"uint8"`` (from ``read_arrow``). Pass it to any Arrow
+    consumer (``pyarrow.array(obj)``, ``nanoarrow.c_array(obj)``,
+    ``polars.Series(obj)``): it implements ``__arrow_c_array__``, callable
+    more than once. ``buffer`` exposes the data bytes to ``memoryview`` and
+    ``numpy.frombuffer``. The memory is freed once this object and every
+    array made from it are gone; ``close()`` drops this object's share early.
+    """
+
+    __slots__ = ("_ref", "type", "_buffer", "__weakref__")
+
+    def __init__(self, ref: _Ref, type_: str):
+        self._ref = ref
+        self.type = type_
+        self._buffer = None
+
+    def _arr(self):
+        ref = self._ref
+        if ref is None or not ref.arr.release:
+            raise ValueError("colio: the ArrowData was closed")
+        return ref.arr
+
+    def __arrow_c_array__(self, requested_schema=None):
+        """A new (schema capsule, array capsule) pair sharing this data.
+        requested_schema is ignored: the data keep their own type."""
+        a = self._arr()
+        L = _lib.L or _lib.load()
+        pa = _calloc(1, _ARRAY_SIZE)
+        ps = _calloc(1, _SCHEMA_SIZE)
+        if not pa or not ps:
+            _free(pa)
+            _free(ps)
+            raise MemoryError("colio: cannot allocate an ArrowArray")
+        rc = L.colio_arrow_array_ref(byref(a), ctypes.cast(pa, _P_ARRAY),
+                                     ctypes.cast(ps, _P_SCHEMA))
+        if rc:
+            _free(pa)
+            _free(ps)
+            raise last_error(rc)
+        try:
+            schema = _CapsuleNew(ps, b"arrow_schema", _SCHEMA_DESTRUCTOR)
+        except BaseException:
+            _release_struct_at(pa, _ARRAY_RELEASE_AT, _lib.ARROW_ARRAY_RELEASE, _P_ARRAY)
+            _free(pa)
+            _free(ps)
+            raise
+        array = _CapsuleNew(pa, b"arrow_array", _ARRAY_DESTRUCTOR)
+        return schema, array
+
+    def __len__(self) -> int:
+        return self._arr().length
+
+    @property
+    def nbytes(self) -> int:
+        """The size of the data buffer's bytes in use (the sum of the
+        elements for large_binary)."""
+        a = self._arr()
+        if a.n_buffers == 3:
+            return ctypes.cast(a.buffers[1], POINTER(c_int64))[a.length]
+        return a.length
+
+    @property
+    def address(self) -> int:
+        """The address of the data buffer (what Arrow consumers point at)."""
+        a = self._arr()
+        return a.buffers[a.n_buffers - 1] or 0
+
+    @property
+    def offsets(self) -> list:
+        """large_binary only: the n + 1 element boundaries in the buffer."""
+        a = self._arr()
+        if a.n_buffers != 3:
+            raise AttributeError("colio: a uint8 ArrowData has no offsets")
+        return ctypes.cast(a.buffers[1], POINTER(c_int64))[: a.length + 1]
+
+    @property
+    def buffer(self):
+        """The data bytes as a ctypes ``c_ubyte`` array over the C buffer
+        (no copy), for ``memoryview()`` and ``numpy.frombuffer()``. It holds
+        its own reference: the bytes stay valid while it (or a view of it)
+        lives, even after ``close()``. Treat the bytes as read-only while
+        Arrow arrays made from this object are in use."""
+        b = self._buffer
+        if b is None:
+            a = self._arr()
+            n = self.nbytes
+            keep = _Ref()
+            L = _lib.L or _lib.load()
+            rc = L.colio_arrow_array_ref(byref(a), byref(keep.arr), None)
+            if rc:
+                raise last_error(rc)
+            addr = a.buffers[a.n_buffers - 1] or EMPTY_ADDR
+            b = (ctypes.c_ubyte * n).from_address(addr)
+            b._colio_ref = keep  # the bytes live as long as the array does
+            self._buffer = b
+        return b
+
+    def __buffer__(self, flags):  # Python 3.12+ (PEP 688)
+        return memoryview(self.buffer)
+
+    def to_bytes(self) -> bytes:
+        """A copy of the data bytes."""
+        return bytes(self.buffer)
+
+    def close(self) -> None:
+        """Drops this object's reference now (arrays made from it, and
+        ``buffer``, keep theirs). Idempotent."""
+        ref, self._ref = self._ref, None
+        self._buffer = None
+        if ref is not None:
+            ref.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self) -> str:
+        if self._ref is None or not self._ref.arr.release:
+            return f"<colio.ArrowData {self.type} closed>"
+        return f"<colio.ArrowData {self.type} length={len(self)} nbytes={self.nbytes}>"
+
+
+def _raise_read_error(src, rc):
+    exc = None
+    if rc in (_lib.ECALLBACK, _lib.EIO):
+        exc = src._take_callback_error(0, 1 << 63)
+    raise exc if exc is not None else last_error(rc)
+
+
+def read_ranges_arrow(src, ranges) -> ArrowData:
+    rs = src._ranges(ranges)
+    n = len(rs)
+    arr = (_lib.Range * max(n, 1))()
+    for i, (off, size) in enumerate(rs):
+        r = arr[i]
+        r.offset, r.size, r.buf = off, size, None
+    ref = _Ref()
+    L = _lib_now()
+    rc = L.colio_read_ranges_arrow(src._h(), arr, n, byref(ref.arr), None)
+    if rc:
+        _raise_read_error(src, rc)
+    return ArrowData(ref, "large_binary")
+
+
+def read_arrow(src, offset: int = 0, size: int | None = None) -> ArrowData:
+    offset = index(offset, "offset")
+    size = (1 << 62) if size is None else index(size, "size")  # None: to the end
+    ref = _Ref()
+    L = _lib_now()
+    rc = L.colio_read_arrow_buffer(src._h(), offset, size, byref(ref.arr), None)
+    if rc:
+        _raise_read_error(src, rc)
+    return ArrowData(ref, "uint8")
+
+
+# ---- writing: objects with __arrow_c_array__ -------------------------------------
+
+# Byte widths of the fixed-width formats (the Arrow C data interface's
+# format strings); timestamps ("ts?:tz"), fixed-size binary ("w:N") and
+# decimals ("d:p,s[,bits]") are parsed below.
+_FIXED = {
+    b"c": 1, b"C": 1, b"s": 2, b"S": 2, b"i": 4, b"I": 4, b"l": 8, b"L": 8,
+    b"e": 2, b"f": 4, b"g": 8,
+    b"tdD": 4, b"tdm": 8, b"tts": 4, b"ttm": 4, b"ttu": 8, b"ttn": 8,
+    b"tDs": 8, b"tDm": 8, b"tDu": 8, b"tDn": 8, b"tiM": 4, b"tiD": 8, b"tin": 16,
+}
+_BINARY = {b"z": 4, b"u": 4, b"Z": 8, b"U": 8}  # offset widths
+
+
+def _width(fmt: bytes):
+    """('fixed', bytes per value) or ('binary', offset width), or None."""
+    w = _FIXED.get(fmt)
+    if w is not None:
+        return "fixed", w
+    if fmt in _BINARY:
+        return "binary", _BINARY[fmt]
+    if fmt[:2] == b"ts" and len(fmt) >= 4 and fmt[3:4] == b":":
+        return "fixed", 8
+    if fmt[:2] == b"w:":
+        return "fixed", int(fmt[2:])
+    if fmt[:2] == b"d:":
+        parts = fmt[2:].split(b",")
+        bits = int(parts[2]) if len(parts) > 2 else 128
+        return "fixed", bits // 8
+    return None
+
+
+class ArrowPin:
+    """An imported Arrow array (moved out of its capsule), kept alive while
+    colio reads its memory; released when dropped."""
+
+    __slots__ = ("arr",)
+
+    def __init__(self):
+        self.arr = _lib.ArrowArray()
+
+    def release(self) -> None:
+        a = self.arr
+        if a.release:
+            a.release(byref(a))
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:
+            pass
+
+
+def _null_count(a, offset: int, length: int) -> int:
+    if a.null_count >= 0:
+        return a.null_count
+    bits = a.buffers[0]
+    if not bits:
+        return 0
+    first, last = offset // 8, (offset + length + 7) // 8
+    word = int.from_bytes(ctypes.string_at(bits + first, last - first), "little")
+    word >>= offset - first * 8
+    word &= (1 << length) - 1
+    return length - bin(word).count("1")
+
+
+def arrow_readable(obj, what: str):
+    """(pin, address, nbytes) of the data of an object exporting
+    __arrow_c_array__: the array's own memory, never a copy."""
+    schema_cap, array_cap = obj.__arrow_c_array__()
+    ps = _CapsuleGetPointer(schema_cap, b"arrow_schema")
+    pa = _CapsuleGetPointer(array_cap, b"arrow_array")
+    pin = ArrowPin()
+    # Move the array out of its capsule: the capsule's destructor then
+    # finds it released, and the pin releases it when the write is done.
+    ctypes.memmove(ctypes.addressof(pin.arr), pa, _ARRAY_SIZE)
+    c_void_p.from_address(pa + _ARRAY_RELEASE_AT).value = None
+    del array_cap
+    schema = _lib.ArrowSchema.from_address(ps)
+    fmt = schema.format or b""
+    kind = _width(fmt)
+    name = type(obj).__name__
+    if kind is None or schema.n_children or schema.dictionary:
+        raise TypeError(f"colio: {what} is an Arrow array of format {fmt.decode(errors='replace')!r} "
+                        f"({name}); colio writes fixed-width and binary/string arrays only")
+    a = pin.arr
+    length, off = a.length, a.offset
+    if a.n_children or a.dictionary:
+        raise TypeError(f"colio: {what} ({name}) has child arrays; colio writes flat arrays only")
+    if length and _null_count(a, off, length):
+        raise InvalidArgumentError(
+            f"colio: {what} ({name}) has nulls; colio writes raw data buffers, which "
+            "cannot represent them (fill or drop the nulls first)")
+    if length == 0:
+        return pin, EMPTY_ADDR, 0
+    k, w = kind
+    if k == "fixed":
+        data = a.buffers[1]
+        start, n = off * w, length * w
+    else:
+        offs = ctypes.cast(a.buffers[1], POINTER(ctypes.c_int32 if w == 4 else c_int64))
+        data = a.buffers[2]
+        start = offs[off]
+        n = offs[off + length] - start
+    if n == 0:
+        return pin, EMPTY_ADDR, 0
+    if not data:
+        raise InvalidArgumentError(f"colio: {what} ({name}) has no data buffer")
+    return pin, data + start, n
+

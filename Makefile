@@ -6,7 +6,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 LIB := build/lib/libcolio.so
 
-.PHONY: all lib venv demo test test-go test-c test-python bench bench-go bench-python clean
+.PHONY: all lib venv demo test test-go test-c test-python test-arrow-cgocheck2 bench bench-go bench-python clean
 
 all: lib
 
@@ -34,7 +34,7 @@ venv: $(VENV_STAMP)
 demo: lib venv
 	$(VPY) -m colio bench
 
-test: test-go test-c test-python
+test: test-go test-c test-python test-arrow-cgocheck2
 
 test-go:
 	$(GO) vet ./...
@@ -46,6 +46,16 @@ test-c: lib
 
 test-python: lib venv
 	$(VPY) -m pytest -q tests/python
+
+# The Python Arrow tests (tests/python/test_arrow.py) against a library
+# built with GOEXPERIMENT=cgocheck2 (full cgo pointer checks); the C Arrow
+# tests run against one in tests/c's asan target.
+CGOCHECK2_LIB := build/cgocheck2/lib/libcolio.so
+$(CGOCHECK2_LIB): $(GO_SRC) build.sh
+	COLIO_BUILD_DIR=build/cgocheck2 GOEXPERIMENT=cgocheck2 ./build.sh
+
+test-arrow-cgocheck2: $(CGOCHECK2_LIB) venv
+	COLIO_LIBRARY=$(abspath $(CGOCHECK2_LIB)) $(VPY) -m pytest -q tests/python/test_arrow.py
 
 bench-python: lib venv
 	$(VPY) bench/python_fanout.py

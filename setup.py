@@ -2,10 +2,12 @@
 
 `pip install .` runs build_py below, which runs ./build.sh (go build
 -buildmode=c-shared) into a temporary folder and copies the library into
-the package as colio/libcolio.so. Set COLIO_SKIP_GO_BUILD=1 to skip it
+the package as colio/libcolio.so, and the CUDA build as
+colio/libcolio_cuda.so when build.sh made one (it does where it finds the
+CUDA headers: README, "GPU"). Set COLIO_SKIP_GO_BUILD=1 to skip it
 (editable development installs load build/lib/libcolio.so instead), or
 COLIO_PREBUILT_LIBRARY=/path/libcolio.so to package a library built
-elsewhere.
+elsewhere (and COLIO_PREBUILT_CUDA_LIBRARY=/path/libcolio_cuda.so with it).
 """
 
 import os
@@ -27,8 +29,12 @@ class build_py(_build_py):
         dest = os.path.join(self.build_lib, "colio", "libcolio.so")
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         prebuilt = os.environ.get("COLIO_PREBUILT_LIBRARY")
+        cuda_dest = os.path.join(os.path.dirname(dest), "libcolio_cuda.so")
         if prebuilt:
             shutil.copyfile(os.path.realpath(prebuilt), dest)
+            cuda = os.environ.get("COLIO_PREBUILT_CUDA_LIBRARY")
+            if cuda:
+                shutil.copyfile(os.path.realpath(cuda), cuda_dest)
             return
         if shutil.which(os.environ.get("GO", "go")) is None:
             raise SystemExit("colio: building the package needs Go (https://go.dev) on PATH "
@@ -37,6 +43,9 @@ class build_py(_build_py):
             env = dict(os.environ, COLIO_BUILD_DIR=tmp)
             subprocess.check_call([os.path.join(HERE, "build.sh")], cwd=HERE, env=env)
             shutil.copyfile(os.path.realpath(os.path.join(tmp, "lib", "libcolio.so")), dest)
+            cuda = os.path.join(tmp, "lib", "libcolio_cuda.so")
+            if os.path.exists(cuda):  # the Python package loads it only after a probe
+                shutil.copyfile(os.path.realpath(cuda), cuda_dest)
 
 
 class BinaryDistribution(Distribution):

@@ -6,6 +6,7 @@ package main
 import "C"
 
 import (
+	"github.com/colio-dev/colio/gpu"
 	"github.com/colio-dev/colio/internal/config"
 )
 
@@ -67,5 +68,12 @@ func colioGoStats(out *C.colio_counters) (rc C.int) {
 	out.peak_in_flight = C.int64_t(s.PeakInFlight)
 	out.errors = C.int64_t(s.Errors)
 	out.queued = C.int64_t(s.Queued)
+	d := gpu.Stats()
+	out.device_requests = C.int64_t(d.Requests)
+	out.device_stream_syncs = C.int64_t(d.StreamSyncs)
+	out.device_event_waits = C.int64_t(d.EventWaits)
+	out.device_bytes_to_device = C.int64_t(d.BytesToDevice)
+	out.device_bytes_from_device = C.int64_t(d.BytesFromDevice)
+	out.device_pinned_bytes = C.int64_t(d.PinnedBytes)
 	return C.COLIO_OK
 }

@@ -70,6 +70,19 @@
 // relied on a synchronise before pwrite); reads use it too, so that colio
 // does not overwrite memory the caller's queued work still uses.
 //
+// # Closing and appending
+//
+// Device transfers go through the engine (EngineSource, EngineSink) and
+// hold its handles as host requests do. A running read task holds the
+// source (engine.Source.Acquire, then ReadHeld per chunk), so closing the
+// source lets it finish all its chunks, and tasks that start after Close
+// fail with a Closed error. A write holds the sink from submission to the
+// end of its last task (engine.Sink.Acquire, WriteHeld per chunk), so
+// closing or flushing the sink waits for every accepted device write. A
+// write at engine.Append reserves its offset at submission, on the
+// caller's thread, after the checks that can refuse it
+// (engine.Sink.ReserveAppend): host and device appends land in call order.
+//
 // # Contexts and threads
 //
 // The context comes from the destination pointer (cuPointerGetAttribute

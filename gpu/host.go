@@ -35,11 +35,31 @@ type engineSource struct {
 	s *engine.Source
 }
 
+// holder is a host side whose Close must wait for the device tasks using
+// it. The pipeline holds an engine source for each running task (closing
+// the source lets running tasks finish their chunks and fails tasks that
+// have not started, as the engine does with its own parts) and an engine
+// sink for a whole request from its submission (closing the sink lets
+// every accepted write finish).
+type holder interface {
+	hold() error
+	unhold()
+}
+
+// appender is a host sink that hands out append offsets (COLIO_APPEND).
+type appender interface {
+	reserveAppend(n int64) int64
+	nextAppend() int64
+}
+
 func (h engineSource) Size() (int64, error) { return h.s.Size() }
 func (h engineSource) Fast() bool           { return h.s.Traits().Fast }
+func (h engineSource) hold() error          { return h.s.Acquire() }
+func (h engineSource) unhold()              { h.s.Release() }
 
+// ReadAt runs only inside a held task (see holder).
 func (h engineSource) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
-	f, err := h.e.Read(ctx, h.s, p, off)
+	f, err := h.e.ReadHeld(ctx, h.s, p, off)
 	if err != nil {
 		return 0, err
 	}
@@ -59,10 +79,15 @@ type engineSink struct {
 	s *engine.Sink
 }
 
-func (h engineSink) Fast() bool { return h.s.Traits().Fast }
+func (h engineSink) Fast() bool                  { return h.s.Traits().Fast }
+func (h engineSink) hold() error                 { return h.s.Acquire() }
+func (h engineSink) unhold()                     { h.s.Release() }
+func (h engineSink) reserveAppend(n int64) int64 { return h.s.ReserveAppend(n) }
+func (h engineSink) nextAppend() int64           { return h.s.NextAppend() }
 
+// WriteAt runs only inside a held request (see holder).
 func (h engineSink) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
-	f, err := h.e.Write(ctx, h.s, p, off)
+	f, err := h.e.WriteHeld(ctx, h.s, p, off)
 	if err != nil {
 		return 0, err
 	}

@@ -144,20 +144,44 @@ func (m *Mover) Write(ctx context.Context, snk HostWriter, dptr uintptr, size, o
 	if snk == nil {
 		return nil, errs.New(errs.Invalid, "colio: nil sink")
 	}
+	var app appender
 	if off == engine.Append {
-		return nil, errs.New(errs.Invalid, "colio: device writes need an explicit offset; COLIO_APPEND is not supported for device memory yet")
+		a, ok := snk.(appender)
+		if !ok {
+			return nil, errs.New(errs.Invalid, "colio: this sink hands out no append offsets; give the device write an explicit offset")
+		}
+		app = a
+		off = 0 // checked once reserved
 	}
 	if err := checkArgs("write", dptr, size, off); err != nil {
 		return nil, err
 	}
+	h, held := snk.(holder)
+	if held {
+		// Held from submission to the end of the request: closing the
+		// sink waits for every accepted device write, as for host writes.
+		if err := h.hold(); err != nil {
+			return nil, err
+		}
+	}
 	if size == 0 {
+		if app != nil {
+			off = app.nextAppend()
+		}
+		if held {
+			h.unhold()
+		}
 		f := future.Completed(m.eng.Notifier(), 0, nil)
 		f.SetOffset(off)
 		return f, nil
 	}
 	cfg := m.eng.Config()
-	r := &request{m: m, ctx: levelCtx(ctx), snk: snk, dptr: dptr, n: size, off: off}
-	return m.start(r, snk.Fast() && size <= cfg.SmallWriteThreshold, cfg, opt)
+	r := &request{m: m, ctx: levelCtx(ctx), snk: snk, dptr: dptr, n: size, off: off, app: app, held: held}
+	f, err := m.start(r, snk.Fast() && size <= cfg.SmallWriteThreshold, cfg, opt)
+	if err != nil && held {
+		h.unhold()
+	}
+	return f, err
 }
 
 func checkArgs(what string, dptr uintptr, size, off int64) error {
@@ -208,6 +232,8 @@ type request struct {
 	dptr uintptr
 	n    int64 // bytes (clamped to the source for reads)
 	off  int64
+	app  appender // writes with COLIO_APPEND: reserve the offset at submission
+	held bool     // writes: the sink is held (holder) until the last task ends
 
 	cs     *ctxState
 	stream Stream
@@ -226,6 +252,14 @@ func (m *Mover) start(r *request, inline bool, cfg config.Config, opt Options) (
 	if r.dptr < info.Base || uint64(r.n) > uint64(info.Base+uintptr(info.Size)-r.dptr) {
 		return nil, errs.New(errs.Invalid, "colio: device buffer at %#x is too small: its allocation (%d bytes at %#x) holds %d bytes from there, the %s needs %d",
 			r.dptr, info.Size, info.Base, int64(info.Base+uintptr(info.Size)-min(r.dptr, info.Base+uintptr(info.Size))), r.what(), r.n)
+	}
+	if r.app != nil {
+		// Reserved on the caller's thread, after the checks that can
+		// refuse the request, so appends land in call order.
+		r.off = r.app.reserveAppend(r.n)
+		if err := checkArgs("append", r.dptr, r.n, r.off); err != nil {
+			return nil, err
+		}
 	}
 	r.cs = m.state(info.Ctx)
 	r.chunk = cfg.BounceBufferSize
@@ -365,6 +399,17 @@ func (r *request) task(a, b int64, pre error) {
 	} else {
 		pushed = true
 	}
+	if err == nil && r.read {
+		// A running task holds the source, so that closing it lets this
+		// task's chunks finish; a task that starts after Close fails.
+		if h, ok := r.src.(holder); ok {
+			if herr := h.hold(); herr != nil {
+				err = errs.Wrap(errs.Closed, herr, "colio: source closed before this part of the device read started")
+			} else {
+				defer h.unhold() // after PartDone, as the engine releases its parts
+			}
+		}
+	}
 	if err == nil {
 		moved, err = r.run(a, b, &rg)
 	}
@@ -406,6 +451,11 @@ func (r *request) task(a, b int64, pre error) {
 		_ = dev.PopContext()
 	}
 	r.f.PartDone(moved, err)
+	if r.held {
+		// Every write of the request has ended and its future completed:
+		// a Flush or Close waiting for the sink goes on.
+		r.snk.(holder).unhold()
+	}
 }
 
 // run turns a panic into the request's error, so a bug fails only the

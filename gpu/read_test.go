@@ -363,7 +363,7 @@ func TestBadArguments(t *testing.T) {
 		{"NULL pointer", func() error { _, err := r.m.ReadSource(nil, src, 0, 10, 0, gpu.Options{}); return err }()},
 		{"negative size", func() error { _, err := r.m.ReadSource(nil, src, dptr, -1, 0, gpu.Options{}); return err }()},
 		{"negative offset", func() error { _, err := r.m.WriteSink(nil, snk, dptr, 10, -5, gpu.Options{}); return err }()},
-		{"append", func() error { _, err := r.m.WriteSink(nil, snk, dptr, 10, -1, gpu.Options{}); return err }()},
+		{"append too big", func() error { _, err := r.m.WriteSink(nil, snk, dptr, 101, -1, gpu.Options{}); return err }()},
 		{"write too big", func() error { _, err := r.m.WriteSink(nil, snk, dptr, 101, 0, gpu.Options{}); return err }()},
 		{"nil source", func() error { _, err := r.m.ReadSource(nil, nil, dptr, 10, 0, gpu.Options{}); return err }()},
 	} {
@@ -375,6 +375,9 @@ func TestBadArguments(t *testing.T) {
 	}
 	if st := r.m.Stats(); st.Requests != 0 || st.StreamSyncs != 0 {
 		t.Errorf("rejected requests reached the device: %+v", st)
+	}
+	if n := snk.NextAppend(); n != 0 {
+		t.Errorf("a refused append reserved %d bytes of the sink", n)
 	}
 }
 

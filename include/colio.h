@@ -120,6 +120,13 @@ typedef struct colio_counters {
   int64_t peak_in_flight; /* most ever running at once */
   int64_t errors;         /* failed tasks */
   int64_t queued;         /* tasks waiting for a pool slot now */
+  /* Device transfers (0 in the CPU build). */
+  int64_t device_requests;          /* device reads and writes that moved bytes */
+  int64_t device_stream_syncs;      /* cuStreamSynchronize calls: one per device request */
+  int64_t device_event_waits;       /* cuEventSynchronize calls (bounce buffer reuse, writes) */
+  int64_t device_bytes_to_device;
+  int64_t device_bytes_from_device;
+  int64_t device_pinned_bytes;      /* pinned bounce buffer memory held now */
 } colio_counters;
 int colio_stats(colio_counters *out);
 
@@ -434,6 +441,57 @@ int colio_stream_tell(colio_stream *stream, int64_t *pos);
  * (that read fails with COLIO_ECLOSED); fills in flight are cancelled or
  * finish into buffers that are then freed. Accepts NULL. */
 int colio_stream_free(colio_stream *stream);
+
+/* ---- Device memory (CUDA) ----------------------------------------------- */
+
+/* Streams for ordering a device transfer after the caller's GPU work, with
+ * the values of __cuda_array_interface__ (v3) and the CUDA driver API. Any
+ * other value is a CUstream / cudaStream_t of the buffer's context. */
+#define COLIO_STREAM_NONE       ((uintptr_t)0) /* no ordering */
+#define COLIO_STREAM_LEGACY     ((uintptr_t)1) /* the legacy default stream */
+#define COLIO_STREAM_PER_THREAD ((uintptr_t)2) /* the calling thread's default stream */
+
+/* 1 if this library is the CUDA build (libcolio_cuda.so), 0 if not. In the
+ * CPU build (libcolio.so) every device call fails with COLIO_ENOTSUP and a
+ * message that says how to get the CUDA build.
+ *
+ * WARNING: libcolio_cuda.so initialises the CUDA driver when it is loaded
+ * and EXITS THE PROCESS (exit status 1) if cuInit fails: no driver, no
+ * usable GPU. Load it only after checking, e.g. with dlopen("libcuda.so.1")
+ * + cuInit(0) + cuDeviceGetCount() > 0; otherwise load libcolio.so. */
+int colio_has_cuda(void);
+
+/* Reads up to size bytes of src at offset into device memory at dev_ptr
+ * (any CUDA device pointer: cudaMalloc, CuPy, PyTorch; its context is found
+ * from the pointer). Like colio_read_async: a read across the end of the
+ * source reads what exists (the future's byte count says how many); small
+ * reads of fast sources complete before the call returns. The bytes go
+ * through pinned bounce buffers (COLIO_BOUNCE_BUFFER_SIZE); colio
+ * synchronises its own stream once, before the future completes, so the
+ * data is on the device when colio_future_wait returns.
+ * Ordered after the work queued on the legacy default stream before the
+ * call; use the _stream variant to name another stream (or none). */
+int colio_read_device_async(colio_source *src, void *dev_ptr, int64_t size, int64_t offset,
+                            colio_future **out);
+int colio_read_device_async_stream(colio_source *src, void *dev_ptr, int64_t size,
+                                   int64_t offset, uintptr_t stream, colio_future **out);
+
+/* Writes size bytes of device memory at dev_ptr to sink at offset, or, with
+ * offset COLIO_APPEND, at the next append offset, reserved at the call like
+ * colio_write_async's (colio_future_offset says where). colio's copies
+ * start after the work queued on the given stream before the call (legacy
+ * default stream for the short form), so data still being produced there
+ * is written complete.
+ *
+ * Closing: colio_sink_free waits for every accepted device write, as for
+ * host writes. colio_source_free during a device read lets the parts that
+ * are running finish (each a task of COLIO_TASK_SIZE bytes) and fails the
+ * parts that have not started with COLIO_ECLOSED. Freeing the device
+ * memory before the future completes is undefined, as for host buffers. */
+int colio_write_device_async(colio_sink *sink, const void *dev_ptr, int64_t size, int64_t offset,
+                             colio_future **out);
+int colio_write_device_async_stream(colio_sink *sink, const void *dev_ptr, int64_t size,
+                                    int64_t offset, uintptr_t stream, colio_future **out);
 
 #ifdef __cplusplus
 }

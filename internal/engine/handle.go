@@ -27,6 +27,14 @@ func (u *users) acquire(k int64, what string) error {
 	return nil
 }
 
+// join adds k users without checking for Close. Only a caller that already
+// holds a use may join: Close is then still waiting, so the handle is open.
+func (u *users) join(k int64) {
+	u.mu.Lock()
+	u.n += k
+	u.mu.Unlock()
+}
+
 func (u *users) release() {
 	u.mu.Lock()
 	u.n--

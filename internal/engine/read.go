@@ -28,11 +28,32 @@ func (e *Engine) Read(ctx context.Context, src *Source, p []byte, off int64) (*f
 // ReadV starts every range at once and returns one future per range. The
 // ranges are checked before any starts, so a bad one fails the whole call.
 func (e *Engine) ReadV(ctx context.Context, src *Source, ranges []ReadRange) ([]*future.Future, error) {
+	return e.readV(ctx, src, ranges, false)
+}
+
+// ReadHeld is Read for a caller that holds src (Source.Acquire): the read
+// is accepted and runs to its end even when Close has begun (Close waits
+// for the holder anyway). Without a hold, use Read.
+func (e *Engine) ReadHeld(ctx context.Context, src *Source, p []byte, off int64) (*future.Future, error) {
+	fs, err := e.readV(ctx, src, []ReadRange{{Off: off, Buf: p}}, true)
+	if err != nil {
+		return nil, err
+	}
+	return fs[0], nil
+}
+
+func (e *Engine) readV(ctx context.Context, src *Source, ranges []ReadRange, held bool) ([]*future.Future, error) {
 	ctx = levelCtx(ctx)
 	if src == nil {
 		return nil, errs.New(errs.Invalid, "colio: nil source")
 	}
-	size, err := src.Size()
+	var size int64
+	var err error
+	if held {
+		size, err = src.src.Size()
+	} else {
+		size, err = src.Size()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -55,8 +76,13 @@ func (e *Engine) ReadV(ctx context.Context, src *Source, ranges []ReadRange) ([]
 			out[i] = future.Completed(e.notifier, 0, nil)
 			continue
 		}
-		req := &request{io: src.src.ReadAt, p: r.Buf[:n], off: r.Off, users: &src.users, isRead: true, onClosed: true, serial: src.serial}
+		req := &request{io: src.src.ReadAt, p: r.Buf[:n], off: r.Off, users: &src.users, isRead: true, onClosed: !held, serial: src.serial}
 		inline := fast && n <= cfg.SmallReadThreshold
+		if held {
+			src.users.join(split(n, cfg.TaskSize, inline))
+			out[i] = e.submit(ctx, req, inline, cfg.TaskSize)
+			continue
+		}
 		if err := src.users.acquire(split(n, cfg.TaskSize, inline), "source"); err != nil {
 			if i == 0 {
 				return nil, err

@@ -45,6 +45,21 @@ func (k *Sink) Traits() sink.Traits { return k.traits }
 // NextAppend is the offset the next append will get.
 func (k *Sink) NextAppend() int64 { return k.next.Load() }
 
+// ReserveAppend hands out the next n bytes of the append position and
+// returns their offset, as an append write does at submission: appends
+// from any mix of callers land in call order.
+func (k *Sink) ReserveAppend(n int64) int64 { return k.next.Add(n) - n }
+
+// Acquire registers a use of the sink that Flush and Close wait for, as an
+// accepted write does: a caller that writes in several steps (the device
+// pipeline writes a request chunk by chunk) holds the sink across them
+// with WriteHeld, so Close lets every step finish. It returns a Closed
+// error once Close has begun. Every successful Acquire needs one Release.
+func (k *Sink) Acquire() error { return k.users.acquire(1, "sink") }
+
+// Release ends a use registered by Acquire.
+func (k *Sink) Release() { k.users.release() }
+
 func (k *Sink) setErr(err error) {
 	if err == nil || errs.KindOf(err) == errs.Cancelled {
 		return

@@ -49,3 +49,14 @@ func (s *Source) Close() error {
 	}
 	return s.src.Close()
 }
+
+// Acquire registers a use of the source that Close waits for, as a
+// running read does: a caller that reads in several steps (the device
+// pipeline reads a task chunk by chunk) holds the source across them with
+// ReadHeld, so that closing it lets the running steps finish instead of
+// failing them halfway. It returns a Closed error once Close has begun.
+// Every successful Acquire needs one Release.
+func (s *Source) Acquire() error { return s.users.acquire(1, "source") }
+
+// Release ends a use registered by Acquire.
+func (s *Source) Release() { s.users.release() }

@@ -30,6 +30,21 @@ func (e *Engine) Write(ctx context.Context, snk *Sink, p []byte, off int64) (*fu
 // WriteV starts every write at once, reserving append offsets in order,
 // and returns one future per write. Ranges are checked before any starts.
 func (e *Engine) WriteV(ctx context.Context, snk *Sink, ranges []WriteRange) ([]*future.Future, error) {
+	return e.writeV(ctx, snk, ranges, false)
+}
+
+// WriteHeld is Write for a caller that holds snk (Sink.Acquire): the write
+// is accepted even when Close has begun (Close waits for the holder, and
+// then for this write). Without a hold, use Write.
+func (e *Engine) WriteHeld(ctx context.Context, snk *Sink, p []byte, off int64) (*future.Future, error) {
+	fs, err := e.writeV(ctx, snk, []WriteRange{{Off: off, Buf: p}}, true)
+	if err != nil {
+		return nil, err
+	}
+	return fs[0], nil
+}
+
+func (e *Engine) writeV(ctx context.Context, snk *Sink, ranges []WriteRange, held bool) ([]*future.Future, error) {
 	ctx = levelCtx(ctx)
 	if snk == nil {
 		return nil, errs.New(errs.Invalid, "colio: nil sink")
@@ -48,7 +63,9 @@ func (e *Engine) WriteV(ctx context.Context, snk *Sink, ranges []WriteRange) ([]
 	for i, r := range ranges {
 		n := int64(len(r.Buf))
 		inline := fast && n <= cfg.SmallWriteThreshold
-		if err := snk.users.acquire(split(n, cfg.TaskSize, inline), "sink"); err != nil {
+		if held {
+			snk.users.join(split(n, cfg.TaskSize, inline))
+		} else if err := snk.users.acquire(split(n, cfg.TaskSize, inline), "sink"); err != nil {
 			if i == 0 {
 				return nil, err
 			}

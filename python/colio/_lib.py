@@ -52,6 +52,10 @@ SINK_CREATE = 1
 SINK_TRUNCATE = 2
 SINK_APPEND = 4
 
+STREAM_NONE = 0
+STREAM_LEGACY = 1
+STREAM_PER_THREAD = 2
+
 # ---- types --------------------------------------------------------------------
 
 # Opaque handles are tokens, passed around as c_void_p (an int or None).
@@ -70,6 +74,13 @@ class Counters(Structure):
         ("peak_in_flight", c_int64),
         ("errors", c_int64),
         ("queued", c_int64),
+        # device transfers (0 in the CPU build)
+        ("device_requests", c_int64),
+        ("device_stream_syncs", c_int64),
+        ("device_event_waits", c_int64),
+        ("device_bytes_to_device", c_int64),
+        ("device_bytes_from_device", c_int64),
+        ("device_pinned_bytes", c_int64),
     ]
 
 
@@ -213,6 +224,14 @@ FUNCTIONS = {
     "colio_future_error": (c_int, [handle_p, POINTER(c_char_p), _p_int]),
     "colio_future_offset": (c_int, [handle_p, _p_i64]),
     "colio_future_free": (c_int, [handle_p]),
+    # device memory (CUDA build; COLIO_ENOTSUP in the CPU build)
+    "colio_has_cuda": (c_int, []),
+    "colio_read_device_async": (c_int, [handle_p, c_void_p, c_int64, c_int64, _p_handle]),
+    "colio_read_device_async_stream": (c_int, [handle_p, c_void_p, c_int64, c_int64, c_size_t,
+                                               _p_handle]),
+    "colio_write_device_async": (c_int, [handle_p, c_void_p, c_int64, c_int64, _p_handle]),
+    "colio_write_device_async_stream": (c_int, [handle_p, c_void_p, c_int64, c_int64, c_size_t,
+                                                _p_handle]),
     # streams
     "colio_stream_open": (c_int, [handle_p, c_int64, c_int64, c_int64, _p_handle]),
     "colio_stream_read": (c_int, [handle_p, c_void_p, c_int64, _p_i64]),

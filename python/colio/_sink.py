@@ -26,6 +26,12 @@ def _lib_now():
     return L if L is not None else _lib.load()
 
 
+
+def _device_mod():
+    """colio._device, imported on the first device array (see its doc)."""
+    from . import _device
+    return _device
+
 class Sink:
     """A destination for eager writes. ``write_async`` reserves its offset
     at call time (appends in call order), so parallel writes land where a
@@ -61,6 +67,8 @@ class Sink:
         bytes written and its ``offset`` attribute where they went. buf
         stays alive and locked until the future is done: do not change it
         meanwhile."""
+        if hasattr(type(buf), "__cuda_array_interface__") and _device_mod().is_device(buf):
+            return _device_mod().write_async(self, buf, offset)
         pin, addr, n = readable(buf, "the data to write")
         off = self._offset(offset)
         L = _lib.L or _lib.load()
@@ -83,6 +91,8 @@ class Sink:
     def write(self, buf, offset: int | None = None) -> int:
         """Writes all of buf at offset (None: append) and returns the bytes
         written."""
+        if hasattr(type(buf), "__cuda_array_interface__") and _device_mod().is_device(buf):
+            return _device_mod().write_async(self, buf, offset).result()
         pin, addr, n = readable(buf, "the data to write")
         off = self._offset(offset)
         L = _lib.L or _lib.load()

@@ -37,6 +37,12 @@ def _lib_now():
     return L if L is not None else _lib.load()
 
 
+
+def _device_mod():
+    """colio._device, imported on the first device array (see its doc)."""
+    from . import _device
+    return _device
+
 class Source:
     """A random-access source of bytes. Every read starts its I/O when
     called; ``*_async`` calls return a :class:`colio.Future` at once.
@@ -113,6 +119,8 @@ class Source:
         """Fills buf (``size`` bytes, default ``buf.nbytes``) from offset and
         returns the number of bytes read: fewer only at the end of the
         source, 0 at the end."""
+        if hasattr(type(buf), "__cuda_array_interface__") and _device_mod().is_device(buf):
+            return _device_mod().read_async(self, buf, offset, size).result()
         pin, addr, n = writable(buf)
         if size is not None:
             size = index(size, "size")
@@ -144,6 +152,8 @@ class Source:
     def read_async(self, buf, offset: int = 0, size: int | None = None) -> "_future.Future":
         """Starts filling buf from offset; the future's result is the number
         of bytes read. buf stays alive and locked until the future is done."""
+        if hasattr(type(buf), "__cuda_array_interface__") and _device_mod().is_device(buf):
+            return _device_mod().read_async(self, buf, offset, size)
         pin, addr, n = writable(buf)
         if size is not None:
             size = index(size, "size")

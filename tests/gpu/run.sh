@@ -7,7 +7,11 @@
 #      file, byte-exact;
 #   2. runs 1, 4 and 16 concurrent device reads (and writes), byte-exact;
 #   3. times them against numpy.fromfile + cupy.asarray (warm page cache) and
-#      prints stream synchronisations and event waits per request.
+#      prints stream synchronisations and event waits per request;
+#   4. runs the Python package on the same library (COLIO_LIBRARY): reads
+#      into and writes from CuPy arrays and PyTorch tensors through
+#      __cuda_array_interface__, a write ordered after a producer's
+#      non-blocking stream, device appends, non-contiguous arrays refused.
 # Exit status: 0 all checks passed, 1 a check failed, 2 cannot run here.
 #
 #   tests/gpu/run.sh [LIB]     LIB defaults to build/lib/libcolio_cuda.so
@@ -89,9 +93,9 @@ def ok(rc, what):
     if rc != 0:
         raise RuntimeError(f"{what}: {rc} {L.colio_last_error().decode()}")
 
-# colio_counters: the existing fields, then the proposed device fields. The
-# library fills what it knows up to struct_size; fields it does not know
-# keep -1 and are reported as n/a.
+# colio_counters as include/colio.h declares it (the device fields last).
+# The library fills what it knows up to struct_size; fields an older
+# library does not know keep -1 and are reported as n/a.
 BASE = ["ops_submitted", "ops_inline", "tasks", "bytes_read", "bytes_written",
         "in_flight", "peak_in_flight", "errors", "queued"]
 DEV = ["device_requests", "device_stream_syncs", "device_event_waits",
@@ -237,4 +241,93 @@ sys.exit(1 if FAILED else 0)
 PY
 rc=$?
 [[ $rc -eq 124 || $rc -eq 137 ]] && echo "run.sh: timed out after ${COLIO_GPU_TEST_TIMEOUT:-540}s"
-exit $rc
+[[ $rc -eq 2 ]] && exit 2
+
+# 4. The Python package on the CUDA build.
+echo
+echo "Python package (colio on $lib):"
+COLIO_LIBRARY=$(realpath "$lib") PYTHONPATH=$PWD/python \
+  timeout --kill-after=10 "${COLIO_GPU_PY_TIMEOUT:-180}" python3 -u - <<'PY'
+import os, sys, tempfile, shutil, time
+import numpy as np
+import cupy as cp
+import colio
+
+FAILED = []
+def check(ok, what):
+    print(("PASS " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        FAILED.append(what)
+
+print("library:", colio.library_path())
+tmp = tempfile.mkdtemp(prefix="colio-gpu-py-")
+try:
+    n = 96 << 20
+    ref = np.frombuffer(np.random.default_rng(3).bytes(n), dtype=np.uint8)
+    path = os.path.join(tmp, "in.bin"); ref.tofile(path)
+    src = colio.source(path)
+    # CuPy, 2-D float32 (size from shape x itemsize), read then written back.
+    a = cp.zeros((n // 4 // 1024, 1024), dtype=cp.float32)
+    got = src.read_async(a, 0).result()
+    check(got == n and np.array_equal(cp.asnumpy(a).view(np.uint8).ravel(), ref),
+          f"src.read_async(cupy float32 {a.shape}) byte-exact ({got} bytes)")
+    out = os.path.join(tmp, "out.bin")
+    with colio.sink(out) as snk:
+        f1 = snk.write_async(a)                 # appended at 0
+        snk.write(b"--host--")                  # then the host bytes
+        f3 = snk.write_async(a[:1])             # then one more row, appended
+        r1, r3 = f1.result(), f3.result()
+        check((f1.offset, f3.offset) == (0, n + 8), f"device appends in call order (offsets {f1.offset}, {f3.offset})")
+    back = np.fromfile(out, dtype=np.uint8)
+    check(r1 == n and np.array_equal(back[:n], ref) and bytes(back[n:n + 8]) == b"--host--"
+          and np.array_equal(back[n + 8:], ref[:4096]), "sink.write_async(cupy) and appends byte-exact")
+    # Non-contiguous and read-only destinations are refused.
+    try:
+        src.read_async(a[:, ::2]); check(False, "non-contiguous refused")
+    except colio.InvalidArgumentError as e:
+        check("not C-contiguous" in str(e), "a non-contiguous CuPy view is refused clearly")
+    # A write ordered after the producer's non-blocking stream: the stream
+    # is held up by a host callback, then fills the array; colio's copies
+    # must wait for the fill (the array's __cuda_array_interface__ names
+    # the stream).
+    s = cp.cuda.Stream(non_blocking=True)
+    b = cp.zeros(16 << 20, dtype=cp.uint8); cp.cuda.Device().synchronize()
+    with s:
+        s.launch_host_func(lambda _: time.sleep(0.5), None)
+        b.fill(7)
+        cai_stream = b.__cuda_array_interface__.get("stream")
+        out2 = os.path.join(tmp, "out2.bin")
+        with colio.sink(out2) as snk:
+            t = time.perf_counter()
+            fut = snk.write_async(b, 0)
+            t_submit = time.perf_counter() - t
+            fut.result()
+    w = np.fromfile(out2, dtype=np.uint8)
+    check(cai_stream == s.ptr and bool((w == 7).all()) and t_submit < 0.25,
+          f"write ordered after the producer's stream {cai_stream:#x} (submit {t_submit*1e3:.1f} ms, no host wait; all bytes written after the fill)")
+    # PyTorch tensors (CAI v2: the legacy default stream).
+    try:
+        import torch
+        tt = torch.empty(n // 2, dtype=torch.int16, device="cuda")
+        got = src.read_async(tt, 0).result()
+        check(got == n and np.array_equal(tt.cpu().numpy().view(np.uint8), ref), "src.read_async(torch int16 tensor) byte-exact")
+        tt2 = tt.view(-1, 2)[:, 0]
+        try:
+            src.read_async(tt2); check(False, "strided tensor refused")
+        except colio.InvalidArgumentError:
+            check(True, "a strided PyTorch view is refused")
+    except ImportError:
+        print("(PyTorch not installed: skipped)")
+    st = colio.stats()
+    check(st["device_stream_syncs"] == st["device_requests"] > 0,
+          f"one stream synchronisation per device request ({st['device_requests']} requests)")
+    src.close()
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+print("\nFAILED (Python): " + "; ".join(FAILED) if FAILED else "\nall Python GPU checks passed")
+sys.exit(1 if FAILED else 0)
+PY
+prc=$?
+[[ $prc -eq 124 || $prc -eq 137 ]] && echo "run.sh: the Python checks timed out"
+[[ $rc -ne 0 ]] && exit $rc
+exit $prc

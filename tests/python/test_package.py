@@ -244,6 +244,10 @@ def test_wheel_contains_the_library(tmp_path):
     with zipfile.ZipFile(wheels[0]) as z:
         names = z.namelist()
         assert "colio/libcolio.so" in names and "colio/__init__.py" in names
+        # build.sh made the CUDA build too where it found the headers (the
+        # repository's build did): the wheel ships it beside the CPU one.
+        if os.path.exists(os.path.join(ROOT, "build", "lib", "libcolio_cuda.so")):
+            assert "colio/libcolio_cuda.so" in names
         z.extractall(tmp_path / "site")
     # The installed copy loads its own library, not the repository's.
     r = subprocess.run([PY, "-c", "import colio; print(colio.library_path()); "

@@ -886,18 +886,32 @@ func TestSetThreadsAtRunTime(t *testing.T) {
 	if err := e.Set(config.KeyThreads, 4); err != nil {
 		t.Fatal(err)
 	}
-	slow := &fakes.SlowSource{Data: fakes.Pattern(1<<20, 1), Latency: 2 * time.Millisecond}
-	src := NewSource(slow)
-	ranges := make([]ReadRange, 16)
-	for i := range ranges {
-		ranges[i] = ReadRange{int64(i), make([]byte, 10)}
+	// As in TestFanOutPeakEqualsThreads: the bound must hold on every run;
+	// reaching it needs goroutines to start within 2 ms, which a loaded
+	// machine does not always grant, so a lower peak is retried.
+	var peaks []int64
+	for attempt := 0; attempt < 5; attempt++ {
+		slow := &fakes.SlowSource{Data: fakes.Pattern(1<<20, 1), Latency: 2 * time.Millisecond}
+		src := NewSource(slow)
+		ranges := make([]ReadRange, 16)
+		for i := range ranges {
+			ranges[i] = ReadRange{int64(i), make([]byte, 10)}
+		}
+		futs, _ := e.ReadV(context.Background(), src, ranges)
+		for _, f := range futs {
+			mustWait(t, f)
+		}
+		p := slow.Gauge.Peak()
+		peaks = append(peaks, p)
+		if p > 4 {
+			t.Fatalf("peak %d after setting 4 threads", p)
+		}
+		if p == 4 {
+			break
+		}
 	}
-	futs, _ := e.ReadV(context.Background(), src, ranges)
-	for _, f := range futs {
-		mustWait(t, f)
-	}
-	if slow.Gauge.Peak() != 4 {
-		t.Fatalf("peak %d after setting 4 threads", slow.Gauge.Peak())
+	if peaks[len(peaks)-1] != 4 {
+		t.Fatalf("peaks %v after setting 4 threads, want 4", peaks)
 	}
 	if err := e.Set(config.KeyThreads, 0); err == nil {
 		t.Fatal("0 threads accepted")

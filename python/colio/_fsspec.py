@@ -131,7 +131,9 @@ class _Capture:
         self.pieces = {}
 
     def result(self, addr, n):
-        keys = sorted(a for a in self.pieces if addr <= a < addr + max(n, 1))
+        # list() snapshots the keys in one step under the GIL: colio's workers
+        # keep adding the pieces of other ranges of this call meanwhile.
+        keys = sorted(a for a in list(self.pieces) if addr <= a < addr + max(n, 1))
         parts = [self.pieces.pop(a) for a in keys]
         if len(parts) == 1 and keys[0] == addr and len(parts[0]) == n:
             return memoryview(parts[0]).cast("B")  # zero copy

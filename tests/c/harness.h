@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -144,6 +145,25 @@ static inline int64_t pread_all(int fd, void *buf, int64_t n, int64_t off) {
     done += r;
   }
   return done;
+}
+
+/* Memory the process holds, for leak tests: resident pages, after giving
+ * freed malloc memory back (threads that free get malloc arenas of their
+ * own, whose free lists would otherwise read as a megabyte or more of
+ * noise between two samples), and the bytes malloc has handed out. */
+static inline int64_t rss_bytes(void) {
+  malloc_trim(0);
+  FILE *f = fopen("/proc/self/statm", "r");
+  REQUIRE(f != NULL);
+  long size = 0, resident = 0;
+  REQUIRE(fscanf(f, "%ld %ld", &size, &resident) == 2);
+  fclose(f);
+  return (int64_t)resident * sysconf(_SC_PAGESIZE);
+}
+
+static inline int64_t heap_bytes(void) {
+  struct mallinfo2 mi = mallinfo2();
+  return (int64_t)(mi.uordblks + mi.hblkhd);
 }
 
 static inline int finish(const char *name) {

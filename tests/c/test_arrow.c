@@ -16,8 +16,6 @@
  * not freed.
  */
 #include "harness.h"
-
-#include <malloc.h>
 #include <sys/wait.h>
 
 #define FILE_SIZE (3 * 1024 * 1024 + 123)
@@ -436,23 +434,6 @@ static void test_fork(colio_source *src) {
 
 /* ---- leaks --------------------------------------------------------------- */
 
-static int64_t rss_bytes(void) {
-  /* Give freed malloc memory back first: threads that release arrays get
-   * their own malloc arenas, whose free lists would otherwise show up as
-   * RSS noise of a megabyte or more between two samples. */
-  malloc_trim(0);
-  FILE *f = fopen("/proc/self/statm", "r");
-  REQUIRE(f != NULL);
-  long size = 0, resident = 0;
-  REQUIRE(fscanf(f, "%ld %ld", &size, &resident) == 2);
-  fclose(f);
-  return (int64_t)resident * sysconf(_SC_PAGESIZE);
-}
-
-static int64_t heap_bytes(void) {
-  struct mallinfo2 mi = mallinfo2();
-  return (int64_t)(mi.uordblks + mi.hblkhd);
-}
 
 /* Exports in batches; every third batch is released on a new thread. */
 static void test_leaks(long cycles) {

@@ -9,29 +9,10 @@
  */
 #include "harness.h"
 
-#include <malloc.h>
-
 #define WARMUP 10000
 #define CYCLES 100000
 #define LIMIT (2 << 20)
 
-static int64_t rss_bytes(void) {
-  /* Give freed malloc memory back first: threads that release arrays get
-   * their own malloc arenas, whose free lists would otherwise show up as
-   * RSS noise of a megabyte or more between two samples. */
-  malloc_trim(0);
-  FILE *f = fopen("/proc/self/statm", "r");
-  REQUIRE(f != NULL);
-  long size = 0, resident = 0;
-  REQUIRE(fscanf(f, "%ld %ld", &size, &resident) == 2);
-  fclose(f);
-  return (int64_t)resident * sysconf(_SC_PAGESIZE);
-}
-
-static int64_t heap_bytes(void) {
-  struct mallinfo2 mi = mallinfo2();
-  return (int64_t)(mi.uordblks + mi.hblkhd);
-}
 
 static int releases;
 

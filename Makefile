@@ -6,7 +6,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 LIB := build/lib/libcolio.so
 
-.PHONY: all lib venv demo test test-go test-c test-python test-arrow-cgocheck2 test-cuda-build bench bench-go bench-python clean
+.PHONY: all lib venv demo test test-go test-c test-python test-arrow-cgocheck2 test-cuda-build test-bench-quick bench bench-go bench-python clean
 
 all: lib
 
@@ -34,7 +34,7 @@ venv: $(VENV_STAMP)
 demo: lib venv
 	$(VPY) -m colio bench
 
-test: test-go test-cuda-build test-c test-python test-arrow-cgocheck2
+test: test-go test-cuda-build test-c test-python test-arrow-cgocheck2 test-bench-quick
 
 test-go:
 	$(GO) vet ./...
@@ -63,6 +63,41 @@ $(CGOCHECK2_LIB): $(GO_SRC) build.sh
 
 test-arrow-cgocheck2: $(CGOCHECK2_LIB) venv
 	COLIO_LIBRARY=$(abspath $(CGOCHECK2_LIB)) $(VPY) -m pytest -q tests/python/test_arrow.py
+
+# The benchmark suite (bench/run.py, BENCHMARKS.md): colio against its peers,
+# all five workloads in one run (under 10 minutes on 2 cores); prints the
+# tables, writes bench/results/latest.json and plots. BENCH_ARGS=--publish
+# also rewrites BENCHMARKS.md and docs/bench/. The peers come from the
+# `bench` extra. test-bench-quick (part of `make test`) runs it in --quick
+# mode with what the test environment has, so the suite cannot rot.
+BENCH_TOOLS := build/bench/libpread_loop.so build/bench/pread_loop build/bench/small_reads build/bench/gobench
+BENCH_STAMP := $(VENV)/.colio-bench-installed
+
+build/bench/libpread_loop.so: bench/c/pread_loop.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -pthread -shared -fPIC -DPREAD_LOOP_LIB $< -o $@
+
+build/bench/pread_loop: bench/c/pread_loop.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -pthread $< -o $@
+
+build/bench/small_reads: bench/c/small_reads.c $(LIB)
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -O2 -Ibuild/include $< -o $@ -Lbuild/lib -Wl,-rpath,$(abspath build/lib) -lcolio
+
+build/bench/gobench: bench/gobench/main.go $(GO_SRC)
+	@mkdir -p $(@D)
+	$(GO) build -o $@ ./bench/gobench
+
+$(BENCH_STAMP): $(VENV_STAMP)
+	COLIO_SKIP_GO_BUILD=1 $(VPY) -m pip install --quiet --disable-pip-version-check -e '.[test,bench]'
+	touch $@
+
+bench: lib venv $(BENCH_STAMP) $(BENCH_TOOLS)
+	$(VPY) bench/run.py $(BENCH_ARGS)
+
+test-bench-quick: lib venv $(BENCH_TOOLS)
+	$(VPY) bench/run.py --quick --brief
 
 bench-python: lib venv
 	$(VPY) bench/python_fanout.py

@@ -3,6 +3,11 @@
  * task_size bytes, the way colio splits a request. Prints one JSON line.
  *
  *   pread_loop FILE THREADS [TASK_SIZE] [REPEATS]
+ *
+ * Built with -DPREAD_LOOP_LIB -shared it is a library instead, whose
+ * pread_loop_run() bench/run.py calls through ctypes (which releases the
+ * GIL), so that the C loop reads into the same buffer as colio, in the same
+ * process, interleaved with it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -45,6 +50,21 @@ static double now(void) {
   return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* Reads size bytes of fd from offset 0 into buf with threads threads and
+ * returns the seconds it took, or a negative value if a read failed. */
+double pread_loop_run(int fd, char *buf, int64_t size, int threads, int64_t task) {
+  if (threads < 1 || threads > 256 || task < 1) return -1;
+  struct job j = {fd, buf, size, task, 0, 0};
+  pthread_t t[256];
+  double t0 = now();
+  for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, worker, &j);
+  for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
+  double el = now() - t0;
+  return j.failed ? -1 : el;
+}
+
+#ifndef PREAD_LOOP_LIB
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: %s FILE THREADS [TASK_SIZE] [REPEATS]\n", argv[0]);
@@ -66,13 +86,8 @@ int main(int argc, char **argv) {
   memset(buf, 0, (size_t)st.st_size); /* fault the pages in, as colio's callers do */
   printf("{\"threads\": %d, \"size\": %lld, \"seconds\": [", threads, (long long)st.st_size);
   for (int r = 0; r < repeats; r++) {
-    struct job j = {fd, buf, st.st_size, task, 0, 0};
-    pthread_t t[256];
-    double t0 = now();
-    for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, worker, &j);
-    for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
-    double el = now() - t0;
-    if (j.failed) { fprintf(stderr, "read failed\n"); return 1; }
+    double el = pread_loop_run(fd, buf, st.st_size, threads, task);
+    if (el < 0) { fprintf(stderr, "read failed\n"); return 1; }
     printf("%s%.6f", r ? ", " : "", el);
   }
   printf("]}\n");
@@ -80,3 +95,4 @@ int main(int argc, char **argv) {
   close(fd);
   return 0;
 }
+#endif

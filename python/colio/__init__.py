@@ -56,6 +56,7 @@ def __dir__():
 
 def _loaded():
     from . import _lib
+    _lib.check_fork()  # colio_version needs no Go, so the C guard would not say it
     return _lib.L or _lib.load()
 
 
@@ -121,6 +122,8 @@ def _at_exit():
     import sys
     if "colio._lib" not in sys.modules or sys.modules["colio._lib"].L is None:
         return
+    if sys.modules["colio._lib"].forked():
+        return  # the parent's operations cannot be drained in a forked child
     try:
         from . import _future, _source
         _future.drain(timeout=10.0)

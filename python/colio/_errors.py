@@ -110,6 +110,13 @@ class ForkError(ColioError, RuntimeError):
     default_code = _lib.EFORK
 
 
+# What a Python user can do about COLIO_EFORK; ends every ForkError message.
+FORK_HINT = ("Start worker processes with the 'spawn' or 'forkserver' start method "
+             "(multiprocessing.get_context('spawn'), multiprocessing.set_start_method("
+             "'forkserver'); Dask's distributed workers use 'spawn' by default), or fork before "
+             "the first colio call (import colio alone loads nothing).")
+
+
 class InternalError(ColioError, RuntimeError):
     """COLIO_EINTERNAL: a bug in colio; the message says where."""
     default_code = _lib.EINTERNAL
@@ -157,6 +164,9 @@ def make_error(code: int, message: str | bytes | None, errnum: int = 0) -> Colio
 def last_error(code: int) -> ColioError:
     """The exception for a failed call made just now on this thread."""
     L = _lib.L
+    if code == _lib.EFORK:  # the library's message, plus what to do from Python
+        msg = (L.colio_last_error() or b"colio: called after fork()").decode("utf-8", "replace")
+        return make_error(code, f"{msg.rstrip('.')}. {FORK_HINT}", L.colio_last_errno())
     return make_error(code, L.colio_last_error(), L.colio_last_errno())
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import ctypes
 
-from . import _future
+from . import _future, _lib
 from ._buffers import index, view_of
 from ._errors import ClosedError, ColioIOError, InvalidArgumentError
 from ._source import Source, callback_source
@@ -236,6 +236,8 @@ class _LoopReader:
         await asyncio.gather(*(self._one(*w) for w in work), return_exceptions=True)
 
     def _check(self, src, n, off):
+        if _lib.forked():  # the file system's loop thread is the parent's
+            raise _lib.fork_error(f"colio: {self.path}")
         if src._closed:
             raise ClosedError(f"colio: I/O operation on a closed source ({src.name})")
         if off > self.size:

@@ -148,6 +148,35 @@ class Future(_StdFuture):
             return True
         return False
 
+    # -- fork safety: a future inherited by a forked child never completes
+    # (the parent's notifier is not there), so waiting on it raises.
+
+    def _orphan(self) -> None:
+        """In a forked child: fails this in-flight future with ForkError
+        (no done-callbacks run: they belong to the parent's program)."""
+        self._condition = threading.Condition()  # another thread may have held it at fork
+        self._handle = None
+        pin, self._pin = self._pin, None
+        self._owner = None
+        if self._state == RUNNING:
+            self._exception = _lib.fork_error("colio.Future: an operation started before fork()")
+            self._state = FINISHED
+        if pin is not None:
+            try:
+                _release_pin(pin)  # nothing writes into the child's copy of the buffer
+            except Exception:
+                pass
+
+    def result(self, timeout=None):
+        if self._state == RUNNING and _lib._forked:
+            self._orphan()
+        return super().result(timeout)
+
+    def exception(self, timeout=None):
+        if self._state == RUNNING and _lib._forked:
+            self._orphan()
+        return super().exception(timeout)
+
     def __await__(self):
         import asyncio
         return asyncio.wrap_future(self).__await__()
@@ -198,12 +227,24 @@ def track(L, fut: Future, h) -> Future:
     return fut
 
 
+def _after_fork_in_child() -> None:
+    """Called by colio._lib in a forked child: the C futures in flight are
+    the parent's; fail their Python futures with ForkError so that nothing
+    waits for them, and forget the handles (never freed here)."""
+    global _pending, _to_free
+    orphans = list(_pending.values())
+    _pending = {}
+    _to_free = deque()
+    for fut in orphans:
+        fut._orphan()
+
+
 def drain(timeout: float | None = None) -> None:
     """Waits for every C future in flight and for its completion to be
     delivered (used at interpreter exit)."""
     import time
     L = _lib.L
-    if L is None:
+    if L is None or _lib.forked():
         return
     for fut in list(_pending.values()):
         h = fut._handle

@@ -266,6 +266,49 @@ _lock = threading.Lock()
 L: Library | None = None  # set once loaded; hot paths read it directly
 _load_error: BaseException | None = None
 
+# ---- fork safety ----------------------------------------------------------
+# The Go runtime inside the library does not survive fork(). The C entry
+# points already fail with COLIO_EFORK in a child; the Python side must also
+# never wait for something only the parent's threads could deliver (a future
+# completed by the notifier, the exit-time drain), nor call the library from
+# a finaliser. ``forked()`` tells: True in a child forked after the library
+# was loaded. A fork before the first use is harmless: the child loads its
+# own library then.
+_pid: int | None = None  # the process that loaded the library
+_forked = False          # set in the child by an os.register_at_fork hook
+
+
+def forked() -> bool:
+    """True in a process forked from the one that loaded the library."""
+    return L is not None and (_forked or os.getpid() != _pid)
+
+
+def fork_error(what: str = "colio"):
+    """The ForkError for a call made in a forked child."""
+    from ._errors import FORK_HINT, ForkError
+    return ForkError(f"{what}: called in a child process after fork(), and this process had "
+                     f"loaded libcolio (pid {_pid}) before it forked; the Go runtime inside "
+                     f"libcolio does not survive fork. {FORK_HINT}", code=EFORK)
+
+
+def check_fork(what: str = "colio") -> None:
+    if L is not None and (_forked or os.getpid() != _pid):
+        raise fork_error(what)
+
+
+def _after_fork_in_child() -> None:
+    # Runs in the child of os.fork() (multiprocessing's fork method too),
+    # single-threaded. Only Python state is touched, never the library.
+    global _forked
+    _forked = True
+    import sys
+    fut = sys.modules.get("colio._future")
+    if fut is not None:
+        try:
+            fut._after_fork_in_child()
+        except Exception:  # pragma: no cover - never break the child
+            pass
+
 
 def _package_dir() -> str:
     return os.path.dirname(os.path.abspath(__file__))
@@ -301,7 +344,7 @@ def candidates() -> list[str]:
 
 def load() -> Library:
     """Returns the library, loading it on first use (thread-safe)."""
-    global L, _load_error
+    global L, _load_error, _pid
     if L is not None:
         return L
     with _lock:
@@ -327,9 +370,12 @@ def load() -> Library:
             except ImportError as e:
                 _load_error = e
                 raise
+            _apply_environment(lib)
+            _pid = os.getpid()
             L = lib
             import atexit
             atexit.register(_at_exit)
+            os.register_at_fork(after_in_child=_after_fork_in_child)
             return lib
         err = ImportError("colio: cannot load libcolio.so; tried: " + "; ".join(tried) +
                           ". Build it with `make lib` or install the package with pip, "
@@ -337,7 +383,62 @@ def load() -> Library:
         raise err
 
 
+# COLIO_* variables -> engine settings, in the order the engine reads them.
+ENV_SETTINGS = (("COLIO_NTHREADS", "threads"), ("COLIO_TASK_SIZE", "task_size"),
+                ("COLIO_SMALL_READ_THRESHOLD", "small_read_threshold"),
+                ("COLIO_SMALL_WRITE_THRESHOLD", "small_write_threshold"),
+                ("COLIO_BOUNCE_BUFFER_SIZE", "bounce_buffer_size"))
+_SUFFIXES = (("kib", 1 << 10), ("mib", 1 << 20), ("gib", 1 << 30), ("kb", 1 << 10),
+             ("mb", 1 << 20), ("gb", 1 << 30), ("k", 1 << 10), ("m", 1 << 20),
+             ("g", 1 << 30), ("b", 1))
+
+
+def parse_size(text: str) -> int:
+    """The engine's size syntax: an integer with an optional binary suffix
+    (4096, 64k, 64KiB, 4M, 1g)."""
+    import re
+    t = text.strip().lower()
+    mult = 1
+    for suf, m in _SUFFIXES:
+        if t.endswith(suf):
+            t, mult = t[:-len(suf)].strip(), m
+            break
+    if not re.fullmatch(r"[+-]?[0-9]+", t):
+        raise ValueError("not an integer (optionally with a k, M or G suffix)")
+    v = int(t) * mult
+    if not -(1 << 63) <= v < (1 << 63):
+        raise ValueError("out of range")
+    return v
+
+
+def _apply_environment(lib: Library) -> None:
+    """Hands the COLIO_* variables of os.environ to the engine. The Go runtime
+    reads the environment the process started with, so a variable set later
+    (os.environ in Python, a Dask nanny's ``env=``, a multiprocessing
+    initializer) would be invisible to it. An invalid value is an error."""
+    for var, key in ENV_SETTINGS:
+        text = os.environ.get(var)
+        if text is None:
+            continue
+        from ._errors import InvalidArgumentError, last_error
+        try:
+            value = parse_size(text)
+        except ValueError as e:
+            raise InvalidArgumentError(f"colio: invalid {var}={text!r}: {e}") from None
+        rc = lib.colio_config_set_int(key.encode(), value)
+        if rc:
+            global L
+            L, was = lib, L  # last_error reads the message through L
+            try:
+                err = last_error(rc)
+            finally:
+                L = was
+            raise InvalidArgumentError(f"colio: invalid {var}={text!r}: {err}") from None
+
+
 def _at_exit():
+    if forked():
+        return  # a forked child: nothing of the parent's can be drained here
     import sys
     colio = sys.modules.get("colio")
     if colio is not None:

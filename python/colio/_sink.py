@@ -8,7 +8,7 @@ from ctypes import byref, c_int64, c_void_p
 
 from . import _lib, _future
 from ._buffers import index, readable, writable
-from ._errors import ClosedError, last_error
+from ._errors import ClosedError, InvalidArgumentError, last_error
 
 _MODES = {
     "w": _lib.SINK_CREATE | _lib.SINK_TRUNCATE,
@@ -38,6 +38,7 @@ class Sink:
     serial writer would have put them. Thread-safe."""
 
     _keep_errors = False
+    _positional = False  # an unpickled file sink: explicit offsets only
 
     def __init__(self, handle, kind: str, description, *, keep=(), name: str = ""):
         self._handle = handle
@@ -57,9 +58,15 @@ class Sink:
             raise ClosedError(f"colio: I/O operation on a closed sink ({self.name or self.kind})")
         return self._handle
 
-    @staticmethod
-    def _offset(offset):
-        return _lib.APPEND if offset is None else index(offset, "offset")
+    def _offset(self, offset):
+        if offset is None:
+            if self._positional:
+                raise InvalidArgumentError(
+                    f"colio: {self.name}: this sink was unpickled (reopened as 'r+'), so it "
+                    "writes at explicit offsets only: appends from several processes could "
+                    "not be ordered and would overwrite each other. Pass offset=")
+            return _lib.APPEND
+        return index(offset, "offset")
 
     def write_async(self, buf, offset: int | None = None) -> "_future.Future":
         """Starts writing all of buf (``nbytes``) at offset (None: append at
@@ -123,6 +130,11 @@ class Sink:
     def close(self) -> None:
         """Waits for every accepted write, flushes and closes. Raises the
         sink's first write error, if any. Idempotent."""
+        if _lib.forked():  # the handle is the parent's: forget it, never flush it here
+            if not self._closed:
+                self._closed, self._handle = True, None
+                raise _lib.fork_error("colio.Sink.close")
+            return
         with self._lock:
             if self._closed:
                 return
@@ -143,6 +155,9 @@ class Sink:
 
     def __del__(self):
         try:
+            if _lib.forked():  # inherited from the parent: nothing to flush or free here
+                self._closed = True
+                return
             if not self._closed and self._handle is not None and _lib.L is not None:
                 self.close()
         except Exception:
@@ -150,7 +165,8 @@ class Sink:
 
     def __reduce__(self):
         if self.kind == "memory":
-            raise TypeError("colio: a memory sink cannot be pickled")
+            raise TypeError("colio: a memory sink cannot be pickled: it writes into this "
+                            "process's memory; pickle a file sink instead")
         return self._description
 
     def __repr__(self) -> str:
@@ -164,9 +180,16 @@ def _open_file(path: str, flags: int, mode_for_pickle: str) -> Sink:
     rc = L.colio_sink_open_file(os.fsencode(path), flags, byref(h))
     if rc:
         raise last_error(rc)
-    # Unpickled elsewhere, a sink never truncates: it reopens without it.
-    reopen = _MODES[mode_for_pickle] & ~_lib.SINK_TRUNCATE
-    return Sink(h.value, "file", (_open_file, (path, reopen, mode_for_pickle)), name=path)
+    # Unpickled elsewhere, a file sink reopens as "r+" (see _reopen).
+    return Sink(h.value, "file", (_reopen, (path,)), name=path)
+
+
+def _reopen(path: str) -> Sink:
+    """An unpickled file sink: the file reopened as "r+" (never created,
+    never truncated), writing at explicit offsets only."""
+    k = _open_file(path, 0, "r+")
+    k._positional = True
+    return k
 
 
 def sink(target, mode: str = "w") -> Sink:

@@ -298,6 +298,11 @@ class Source:
     def close(self) -> None:
         """Closes the source: reads that have not started fail with
         ClosedError, running ones finish first. Idempotent."""
+        if _lib.forked():  # the handle is the parent's: forget it, never free it here
+            if not self._closed:
+                self._closed, self._handle, self._loop = True, None, None
+                raise _lib.fork_error("colio.Source.close")
+            return
         with self._lock:
             if self._closed:
                 return
@@ -319,6 +324,9 @@ class Source:
 
     def __del__(self):
         try:
+            if _lib.forked():  # inherited from the parent: nothing to free here
+                self._closed = True
+                return
             if not self._closed and self._handle is not None and _lib.L is not None:
                 self.close()
         except Exception:
@@ -392,7 +400,15 @@ def from_buffer(obj) -> Source:
     if rc:
         raise last_error(rc)
     def describe():
-        return _from_bytes, (bytes(memoryview(obj).cast("B")) if n else b"",)
+        # bytes are immutable, so a copy is the same source; any other
+        # buffer is read in place, and a copy would not follow its changes.
+        if type(obj) is not bytes:
+            raise TypeError(
+                f"colio: a memory source over a {type(obj).__name__} cannot be pickled: it "
+                "reads this process's memory in place, and a copy in another process would "
+                "not follow changes to it. Pickle colio.from_buffer(bytes(buf)) (the copy "
+                "travels) or a source that reopens by path or URL instead.")
+        return _from_bytes, (obj,)
 
     return Source(h.value, "memory", describe, keep=(pin, obj), name=f"{type(obj).__name__}[{n}]")
 
@@ -476,9 +492,40 @@ def from_callable(read_into, size: int, concurrent: bool = True, *, fast: bool =
         return got
 
     name = getattr(read_into, "__qualname__", None) or type(read_into).__name__
+
+    def describe():
+        _check_travels(read_into, name)
+        return _from_callable_args, (read_into, size, concurrent, fast)
+
     return callback_source(fn, size, concurrent=concurrent, fast=fast, kind="callable",
-                           description=(_from_callable_args, (read_into, size, concurrent, fast)),
-                           name=name)
+                           description=describe, name=name)
+
+
+def _check_travels(fn, name) -> None:
+    """A callable source travels only with its function: refuse clearly,
+    at pickling time, one that neither pickle nor cloudpickle (Dask's) can
+    carry, instead of a pickling error about some inner object."""
+    import pickle
+    try:
+        pickle.dumps(fn)
+        return
+    except Exception as e:  # noqa: BLE001 - any failure means "cannot travel"
+        first = e
+    try:
+        import cloudpickle
+    except ImportError:
+        cloudpickle = None
+    if cloudpickle is not None:
+        try:
+            cloudpickle.dumps(fn)
+            return
+        except Exception:  # noqa: BLE001
+            pass
+    raise TypeError(
+        f"colio: a callable source cannot be pickled: its read function {name!r} cannot "
+        f"travel to another process ({type(first).__name__}: {first}). Pickle a source "
+        "that reopens by path or URL (colio.source, colio.from_fsspec), or make the read "
+        "function picklable (a module-level function or a picklable object)") from first
 
 
 def _from_callable_args(fn, size, concurrent, fast):

@@ -10,7 +10,8 @@ from these, e.g.
 says <not supported>.) Scenarios: write-colio, write-serial, write-threads
 (228 x ~1.07 MB to a local file), read4k-into, read4k-async, read4k-preadv,
 fanout0-colio, fanout0-cat (20 x 2 MiB, fsspec memory fs, no latency),
-fanout500-colio, fanout500-threads (the same with 500 us latency), large-colio-N,
+fanout500-colio, fanout500-threads (the same with 500 us latency), fanout0small-colio,
+fanout0small-cat (200 x 64 KiB, no latency), large-colio-N,
 large-c-N (a warm 256 MiB read, N threads: colio and the C pread loop).
 """
 
@@ -86,7 +87,8 @@ def main():
         fs = LatencyFileSystem(latency=lat)
         payload = os.urandom(41 << 20)
         fs.pipe_file("/data", payload)
-        ranges = [(i * (2 << 20), 2 << 20) for i in range(20)]
+        ranges = ([(i * (64 << 10), 64 << 10) for i in range(200)] if "small" in what
+                  else [(i * (2 << 20), 2 << 20) for i in range(20)])
         src = colio.from_fsspec(fs, "/data")
         pool = cf.ThreadPoolExecutor(8)
 
@@ -97,7 +99,7 @@ def main():
                 list(pool.map(lambda r: fs.cat_file("/data", start=r[0], end=r[0] + r[1]),
                               ranges))
             else:
-                fs.cat_ranges(["/data"] * 20, [o for o, _ in ranges],
+                fs.cat_ranges(["/data"] * len(ranges), [o for o, _ in ranges],
                               [o + k for o, k in ranges])
     elif what.startswith("large"):
         import ctypes

@@ -154,6 +154,7 @@ def crossover_text(x, md=False):
     if md:
         lines += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
         lines += ["| " + " | ".join(r) + " |" for r in rows]
+        lines.append("")
     else:
         lines.append(f"4b. Inline vs pool crossover ({x['count']} requests per run, Go; "
                      "pool time / inline time, below 1 the pool wins)")

@@ -292,7 +292,7 @@ def _delimited(src, size, offset, length, d, part_size, search_size):
     nominal_end = offset + length
     body_end = min(nominal_end, size)
     win_end = min(nominal_end + w, size)
-    p = _Pieces.read(src, [(offset, body_end), (body_end, win_end)], part_size)
+    p = _Pieces.read(src, [(offset, win_end)], part_size)  # the window rides with the block
 
     if offset == 0:
         start = 0

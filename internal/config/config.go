@@ -11,17 +11,20 @@ import (
 	"strings"
 )
 
-// Defaults. The thresholds are the sizes where, on a warm local file, a
-// fan-out of requests stops gaining from running inline and starts gaining
-// from the pool (BenchmarkCrossover in internal/engine; README "Tuning"):
-// about 16 KiB for reads and 32 KiB for writes on the 2-core reference
-// machine. Below them the pool also loses on single synchronous requests,
-// by its hand-off cost of 1.5 to 2 us.
+// Defaults. The thresholds are the largest request sizes at which running
+// inline on the caller still wins or ties against handing the request to
+// the pool, measured on a warm local file with BenchmarkCrossover in
+// internal/engine on the 2-core reference machine (README "Tuning"): a
+// single synchronous request always loses 1.5 to 2 us to the hand-off,
+// and a fan-out of requests gains from the pool only from 256 KiB for
+// reads (pool/inline 0.81 to 0.89; 0.90 to 1.03 at 128 KiB) and about
+// 1 MiB for writes (concurrent pwrites to one file queue on its inode
+// lock). Machines with more cores gain from the pool sooner.
 const (
 	DefaultThreads             = 8
 	DefaultTaskSize            = 4 << 20
-	DefaultSmallReadThreshold  = 16 << 10
-	DefaultSmallWriteThreshold = 32 << 10
+	DefaultSmallReadThreshold  = 128 << 10
+	DefaultSmallWriteThreshold = 256 << 10
 	DefaultBounceBufferSize    = 2 << 20
 
 	// MaxThreads bounds COLIO_NTHREADS so that a stray huge value cannot

@@ -187,6 +187,8 @@ class Future(_StdFuture):
 
 def _on_done(ctx, h, status, nbytes):
     # Runs on colio's notifier thread. It must never raise into ctypes.
+    if _lib.get_native_id() not in _lib._adopted:
+        _lib.adopt_thread()  # keep the notifier's Python state (see _lib)
     try:
         fut = _pending.pop(ctx, None)
         if fut is not None:

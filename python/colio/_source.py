@@ -427,6 +427,8 @@ class _ReadCallback:
         self.source_ref = None    # weakref to the Source, for errors
 
     def __call__(self, ctx, buf, size, offset):
+        if _lib.get_native_id() not in _lib._adopted:
+            _lib.adopt_thread()  # keep this library thread's Python state (see _lib)
         try:
             return self.fn(buf, size, offset)
         except BaseException as e:  # noqa: BLE001 - must not escape to C

@@ -92,11 +92,15 @@ def set_config(**settings) -> None:
     ValueError); nothing is changed for a key that fails."""
     from ._buffers import index
     from ._errors import last_error
+    from . import _lib
     L = _loaded()
-    for key, value in settings.items():
-        rc = L.colio_config_set_int(key.encode(), index(value, key))
-        if rc:
-            raise last_error(rc)
+    try:
+        for key, value in settings.items():
+            rc = L.colio_config_set_int(key.encode(), index(value, key))
+            if rc:
+                raise last_error(rc)
+    finally:
+        _lib.refresh_inline_max(L)
 
 
 def stats() -> dict:

@@ -300,6 +300,23 @@ def adopt_thread() -> None:
     _adopted.add(get_native_id())
 
 
+# The engine's small_read_threshold, mirrored for Source.read_async: a read
+# at or under it from a file or memory source runs inline in the library
+# anyway, so Python makes it with the synchronous call and hands back a
+# completed future, which skips the C future's life cycle (three library
+# calls). Refreshed at load and by colio.set_config; a change made through
+# the C API by other code in the process is not seen, which would only move
+# such reads between inline and the pool, never change their bytes.
+inline_read_max = -1
+
+
+def refresh_inline_max(lib) -> None:
+    global inline_read_max
+    v = c_int64(0)
+    if lib.colio_config_get_int(b"small_read_threshold", ctypes.byref(v)) == 0:
+        inline_read_max = v.value
+
+
 _forked = False          # set in the child by an os.register_at_fork hook
 
 
@@ -396,6 +413,7 @@ def load() -> Library:
                 _load_error = e
                 raise
             _apply_environment(lib)
+            refresh_inline_max(lib)
             _pid = os.getpid()
             L = lib
             import atexit

@@ -14,6 +14,11 @@ from ._buffers import EMPTY_ADDR as _EMPTY_ADDR
 from ._buffers import index, new_bytes, readable, view_of, writable
 from ._errors import ClosedError, InvalidArgumentError, last_error, make_error
 
+# Sources whose small reads the library runs inline (see _lib.inline_read_max).
+_INLINE_KINDS = frozenset(("file", "memory"))
+# Codes that colio_read_async reports at once rather than through the future.
+_RAISE_NOW = frozenset((_lib.EINVAL, _lib.ECLOSED, _lib.EFORK))
+
 # Per-thread scratch for synchronous calls (see Source.read_into).
 _tls = threading.local()
 
@@ -166,6 +171,8 @@ class Source:
             return self._loop.submit(self, [(pin, addr, n, offset, None)])[0]
         L = _lib.L or _lib.load()
         F = _future or _fut()
+        if n <= _lib.inline_read_max and self.kind in _INLINE_KINDS:
+            return self._read_inline(F, L, pin, addr, n, offset)
         if F._to_free:
             F._drain_free(L)
         h = c_void_p()
@@ -177,6 +184,23 @@ class Source:
         fut._addr, fut._size = addr, n
         fut._owner = self  # a dropped source must not close under its reads
         return F.track(L, fut, h.value)
+
+    def _read_inline(self, F, L, pin, addr, n, offset):
+        """read_async of a small read that the library runs inline: made
+        with the synchronous call, returned as a completed future. Argument
+        errors raise, as colio_read_async's do; I/O errors go into the
+        future, as they would from an inline C future."""
+        out = c_int64(0)
+        rc = L.colio_read(self._h(), addr, n, offset, byref(out))
+        fut = F.Future()
+        if rc in _RAISE_NOW:
+            raise self._error(rc, addr, n)
+        if rc:
+            fut.set_exception(self._error(rc, addr, n))
+        else:
+            fut.nbytes = out.value
+            fut.set_result(out.value)
+        return fut
 
     def read(self, offset: int = 0, size: int | None = None) -> bytes:
         """Reads size bytes (None: to the end) from offset into new bytes."""

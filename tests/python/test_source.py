@@ -294,3 +294,23 @@ def test_pickle_sources(data_file, ref):
         s2 = pickle.loads(pickle.dumps(s))
         assert s2.read() == ref[:100]
         s2.close()
+
+
+def test_small_read_async_of_a_file_completes_inline(src, ref):
+    # At or under small_read_threshold a file read runs on the caller: its
+    # future is done on return, with the bytes in place.
+    limit = colio.get_config()["small_read_threshold"]
+    buf = bytearray(min(4096, limit))
+    before = colio.stats()["ops_inline"]
+    fut = src.read_async(buf, 100)
+    assert fut.done() and fut.result() == len(buf) and fut.nbytes == len(buf)
+    assert bytes(buf) == ref[100:100 + len(buf)]
+    assert colio.stats()["ops_inline"] > before
+    with pytest.raises(ValueError):
+        src.read_async(buf, len(ref) + 1)  # past the end: raised at once, as before
+    colio.set_config(small_read_threshold=0)  # inline off: the pool path, same bytes
+    try:
+        buf2 = bytearray(4096)
+        assert src.read_async(buf2, 7).result() == 4096 and bytes(buf2) == ref[7:4103]
+    finally:
+        colio.set_config(small_read_threshold=limit)

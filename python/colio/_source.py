@@ -126,13 +126,7 @@ class Source:
         source, 0 at the end."""
         if hasattr(type(buf), "__cuda_array_interface__") and _device_mod().is_device(buf):
             return _device_mod().read_async(self, buf, offset, size).result()
-        pin, addr, n = writable(buf)
-        if size is not None:
-            size = index(size, "size")
-            if size > n:
-                raise InvalidArgumentError(
-                    f"colio: the buffer is too small: {n} bytes for a read of {size}")
-            n = size
+        pin, addr, n = _destination(buf, size)
         if type(offset) is not int or offset < 0:  # the common case skips the call
             offset = index(offset, "offset")
         if self._loop is not None:
@@ -159,13 +153,7 @@ class Source:
         of bytes read. buf stays alive and locked until the future is done."""
         if hasattr(type(buf), "__cuda_array_interface__") and _device_mod().is_device(buf):
             return _device_mod().read_async(self, buf, offset, size)
-        pin, addr, n = writable(buf)
-        if size is not None:
-            size = index(size, "size")
-            if size > n:
-                raise InvalidArgumentError(
-                    f"colio: the buffer is too small: {n} bytes for a read of {size}")
-            n = size
+        pin, addr, n = _destination(buf, size)
         offset = index(offset, "offset")
         if self._loop is not None:
             return self._loop.submit(self, [(pin, addr, n, offset, None)])[0]
@@ -363,6 +351,19 @@ class Source:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"<colio.Source {self.kind} {self.name!r} {state}>"
+
+
+def _destination(buf, size):
+    """(pin, address, nbytes) of a read's destination: all of buf, or its
+    first ``size`` bytes."""
+    pin, addr, n = writable(buf)
+    if size is not None:
+        size = index(size, "size")
+        if size > n:
+            raise InvalidArgumentError(
+                f"colio: the buffer is too small: {n} bytes for a read of {size}")
+        n = size
+    return pin, addr, n
 
 
 def _capture_result(region, addr):

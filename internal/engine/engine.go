@@ -8,6 +8,7 @@
 package engine
 
 import (
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -41,14 +42,23 @@ var (
 	defaultOnce sync.Once
 	defaultEng  *Engine
 	defaultErr  error
+
+	envLookup = os.LookupEnv
 )
+
+// SetEnvLookup replaces how Default reads COLIO_* variables. Inside a
+// c-shared library Go's os package sees only the environment the process
+// had when the library was loaded, so a C program's setenv before its first
+// colio call would be silently ignored; the C API installs a lookup that
+// asks the C library instead. Call it before the first Default.
+func SetEnvLookup(f func(string) (string, bool)) { envLookup = f }
 
 // Default returns the process engine, configured from COLIO_* environment
 // variables on first use. An invalid variable is an error on every call,
 // not a silent fallback.
 func Default() (*Engine, error) {
 	defaultOnce.Do(func() {
-		cfg, err := config.FromEnv(nil)
+		cfg, err := config.FromEnv(envLookup)
 		if err != nil {
 			defaultErr = err
 			return

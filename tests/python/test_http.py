@@ -78,9 +78,9 @@ def test_async_http_more_in_flight_than_threads(server, httpfs, ref):
         dt = time.perf_counter() - t0
     for p, (off, k) in zip(parts, ranges):
         assert p == ref[off:off + k]
+    # Counted by the server: more requests at once than colio has threads,
+    # so they cannot have been one blocking call per worker.
     assert server.peak_in_flight > threads, (server.peak_in_flight, threads)
-    # with `threads` at a time it would take n / threads x 50 ms
-    assert dt < (n / threads) * 0.05, dt
     print(f"async HTTP: {n} ranges, peak in flight {server.peak_in_flight} "
           f"(threads={threads}), {dt * 1e3:.0f} ms")
 

@@ -46,6 +46,7 @@ from ctypes import POINTER, byref, c_char_p, c_int64, c_size_t, c_void_p
 from . import _lib
 from ._buffers import EMPTY_ADDR, index
 from ._errors import InvalidArgumentError, last_error
+from ._handle import lib
 
 # ---- the C helpers: libc's allocator, Python's capsule API ---------------------
 
@@ -120,11 +121,6 @@ _SCHEMA_DESTRUCTOR = _CAPSULE_DESTRUCTOR(_schema_capsule_destructor)
 _api.Py_IncRef.argtypes = [ctypes.py_object]
 _api.Py_IncRef(_ARRAY_DESTRUCTOR)
 _api.Py_IncRef(_SCHEMA_DESTRUCTOR)
-
-
-def _lib_now():
-    L = _lib.L
-    return L if L is not None else _lib.load()
 
 
 # ---- reading --------------------------------------------------------------------
@@ -292,7 +288,7 @@ def read_ranges_arrow(src, ranges) -> ArrowData:
         r = arr[i]
         r.offset, r.size, r.buf = off, size, None
     ref = _Ref()
-    L = _lib_now()
+    L = lib()
     rc = L.colio_read_ranges_arrow(src._h(), arr, n, byref(ref.arr), None)
     if rc:
         _raise_read_error(src, rc)
@@ -303,7 +299,7 @@ def read_arrow(src, offset: int = 0, size: int | None = None) -> ArrowData:
     offset = index(offset, "offset")
     size = (1 << 62) if size is None else index(size, "size")  # None: to the end
     ref = _Ref()
-    L = _lib_now()
+    L = lib()
     rc = L.colio_read_arrow_buffer(src._h(), offset, size, byref(ref.arr), None)
     if rc:
         _raise_read_error(src, rc)

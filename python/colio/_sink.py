@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import threading
 from ctypes import byref, c_int64, c_void_p
 
 from . import _lib, _future
 from ._buffers import index, readable, writable
-from ._errors import ClosedError, InvalidArgumentError, last_error
+from ._errors import InvalidArgumentError, last_error
+from ._handle import Handle, device_module, lib
 
 _MODES = {
     "w": _lib.SINK_CREATE | _lib.SINK_TRUNCATE,
@@ -21,42 +21,14 @@ _MODES = {
 }
 
 
-def _lib_now():
-    L = _lib.L
-    return L if L is not None else _lib.load()
-
-
-
-def _device_mod():
-    """colio._device, imported on the first device array (see its doc)."""
-    from . import _device
-    return _device
-
-class Sink:
+class Sink(Handle):
     """A destination for eager writes. ``write_async`` reserves its offset
     at call time (appends in call order), so parallel writes land where a
     serial writer would have put them. Thread-safe."""
 
+    _what, _free = "sink", "colio_sink_free"
     _keep_errors = False
     _positional = False  # an unpickled file sink: explicit offsets only
-
-    def __init__(self, handle, kind: str, description, *, keep=(), name: str = ""):
-        self._handle = handle
-        self.kind = kind
-        self._description = description
-        self._keep = keep
-        self.name = name
-        self._closed = False
-        self._lock = threading.Lock()
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    def _h(self):
-        if self._closed:
-            raise ClosedError(f"colio: I/O operation on a closed sink ({self.name or self.kind})")
-        return self._handle
 
     def _offset(self, offset):
         if offset is None:
@@ -74,8 +46,8 @@ class Sink:
         bytes written and its ``offset`` attribute where they went. buf
         stays alive and locked until the future is done: do not change it
         meanwhile."""
-        if hasattr(type(buf), "__cuda_array_interface__") and _device_mod().is_device(buf):
-            return _device_mod().write_async(self, buf, offset)
+        if hasattr(type(buf), "__cuda_array_interface__") and device_module().is_device(buf):
+            return device_module().write_async(self, buf, offset)
         pin, addr, n = readable(buf, "the data to write")
         off = self._offset(offset)
         L = _lib.L or _lib.load()
@@ -98,8 +70,8 @@ class Sink:
     def write(self, buf, offset: int | None = None) -> int:
         """Writes all of buf at offset (None: append) and returns the bytes
         written."""
-        if hasattr(type(buf), "__cuda_array_interface__") and _device_mod().is_device(buf):
-            return _device_mod().write_async(self, buf, offset).result()
+        if hasattr(type(buf), "__cuda_array_interface__") and device_module().is_device(buf):
+            return device_module().write_async(self, buf, offset).result()
         pin, addr, n = readable(buf, "the data to write")
         off = self._offset(offset)
         L = _lib.L or _lib.load()
@@ -112,7 +84,7 @@ class Sink:
     def flush(self, fsync: bool = False) -> None:
         """Waits for the writes in flight, then flushes (fsync=True: to
         stable storage). Raises the first write error the sink ever had."""
-        L = _lib_now()
+        L = lib()
         rc = L.colio_sink_flush(self._h(), 1 if fsync else 0)
         if rc:
             raise last_error(rc)
@@ -120,7 +92,7 @@ class Sink:
     @property
     def size(self) -> int:
         """The highest end written so far."""
-        L = _lib_now()
+        L = lib()
         out = c_int64(0)
         rc = L.colio_sink_size(self._h(), byref(out))
         if rc:
@@ -130,38 +102,7 @@ class Sink:
     def close(self) -> None:
         """Waits for every accepted write, flushes and closes. Raises the
         sink's first write error, if any. Idempotent."""
-        if _lib.forked():  # the handle is the parent's: forget it, never flush it here
-            if not self._closed:
-                self._closed, self._handle = True, None
-                raise _lib.fork_error("colio.Sink.close")
-            return
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        h, self._handle = self._handle, None
-        if h is not None and _lib.L is not None:
-            rc = _lib.L.colio_sink_free(h)
-            self._keep = ()
-            if rc:
-                raise last_error(rc)
-        self._keep = ()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            if _lib.forked():  # inherited from the parent: nothing to flush or free here
-                self._closed = True
-                return
-            if not self._closed and self._handle is not None and _lib.L is not None:
-                self.close()
-        except Exception:
-            pass
+        Handle.close(self)
 
     def __reduce__(self):
         if self.kind == "memory":
@@ -169,13 +110,9 @@ class Sink:
                             "process's memory; pickle a file sink instead")
         return self._description
 
-    def __repr__(self) -> str:
-        state = "closed" if self._closed else "open"
-        return f"<colio.Sink {self.kind} {self.name!r} {state}>"
-
 
 def _open_file(path: str, flags: int, mode_for_pickle: str) -> Sink:
-    L = _lib_now()
+    L = lib()
     h = c_void_p()
     rc = L.colio_sink_open_file(os.fsencode(path), flags, byref(h))
     if rc:
@@ -201,7 +138,7 @@ def sink(target, mode: str = "w") -> Sink:
     discards everything, for measurements).
     """
     if target is None:
-        L = _lib_now()
+        L = lib()
         h = c_void_p()
         rc = L.colio_sink_void(byref(h))
         if rc:
@@ -213,7 +150,7 @@ def sink(target, mode: str = "w") -> Sink:
             raise ValueError(f"colio.sink: mode must be 'w', 'a' or 'r+', not {mode!r}")
         return _open_file(path, _MODES[mode], mode)
     pin, addr, n = writable(target, "the sink buffer")
-    L = _lib_now()
+    L = lib()
     h = c_void_p()
     rc = L.colio_sink_from_memory(addr, n, byref(h))
     if rc:

@@ -12,7 +12,8 @@ from ctypes import byref, c_int64, c_void_p
 from . import _lib
 from ._buffers import EMPTY_ADDR as _EMPTY_ADDR
 from ._buffers import index, new_bytes, readable, view_of, writable
-from ._errors import ClosedError, InvalidArgumentError, last_error, make_error
+from ._errors import InvalidArgumentError, last_error
+from ._handle import Handle, device_module, lib
 
 # Sources whose small reads the library runs inline (see _lib.inline_read_max).
 _INLINE_KINDS = frozenset(("file", "memory"))
@@ -37,50 +38,26 @@ def _fut():
     return _future
 
 
-def _lib_now():
-    L = _lib.L
-    return L if L is not None else _lib.load()
-
-
-
-def _device_mod():
-    """colio._device, imported on the first device array (see its doc)."""
-    from . import _device
-    return _device
-
-class Source:
+class Source(Handle):
     """A random-access source of bytes. Every read starts its I/O when
     called; ``*_async`` calls return a :class:`colio.Future` at once.
 
     Thread-safe: any number of threads may read from one source at once.
     """
 
+    _what, _free = "source", "colio_source_free"
+
     def __init__(self, handle, kind: str, description, *, keep=(), name: str = ""):
-        self._handle = handle
-        self.kind = kind            # "file", "memory", "callable", "fsspec"
-        self._description = description  # what pickling rebuilds it from
-        self._keep = keep           # objects the library points into
-        self.name = name
-        self._closed = False
-        self._lock = threading.Lock()
+        super().__init__(handle, kind, description, keep=keep, name=name)
         self._errors: dict = {}     # buffer address -> exception from a callback
         self._loop = None           # fsspec async fan-out (see _fsspec.py)
 
     # -- basic properties ---------------------------------------------------
 
     @property
-    def closed(self) -> bool:
-        return self._closed
-
-    def _h(self):
-        if self._closed:
-            raise ClosedError(f"colio: I/O operation on a closed source ({self.name or self.kind})")
-        return self._handle
-
-    @property
     def size(self) -> int:
         """The source's current size in bytes."""
-        L = _lib_now()
+        L = lib()
         out = c_int64(0)
         rc = L.colio_source_size(self._h(), byref(out))
         if rc:
@@ -124,8 +101,8 @@ class Source:
         """Fills buf (``size`` bytes, default ``buf.nbytes``) from offset and
         returns the number of bytes read: fewer only at the end of the
         source, 0 at the end."""
-        if hasattr(type(buf), "__cuda_array_interface__") and _device_mod().is_device(buf):
-            return _device_mod().read_async(self, buf, offset, size).result()
+        if hasattr(type(buf), "__cuda_array_interface__") and device_module().is_device(buf):
+            return device_module().read_async(self, buf, offset, size).result()
         pin, addr, n = _destination(buf, size)
         if type(offset) is not int or offset < 0:  # the common case skips the call
             offset = index(offset, "offset")
@@ -151,8 +128,8 @@ class Source:
     def read_async(self, buf, offset: int = 0, size: int | None = None) -> "_future.Future":
         """Starts filling buf from offset; the future's result is the number
         of bytes read. buf stays alive and locked until the future is done."""
-        if hasattr(type(buf), "__cuda_array_interface__") and _device_mod().is_device(buf):
-            return _device_mod().read_async(self, buf, offset, size)
+        if hasattr(type(buf), "__cuda_array_interface__") and device_module().is_device(buf):
+            return device_module().read_async(self, buf, offset, size)
         pin, addr, n = _destination(buf, size)
         offset = index(offset, "offset")
         if self._loop is not None:
@@ -310,47 +287,18 @@ class Source:
     def close(self) -> None:
         """Closes the source: reads that have not started fail with
         ClosedError, running ones finish first. Idempotent."""
-        if _lib.forked():  # the handle is the parent's: forget it, never free it here
-            if not self._closed:
-                self._closed, self._handle, self._loop = True, None, None
-                raise _lib.fork_error("colio.Source.close")
-            return
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        h, self._handle = self._handle, None
-        if h is not None and _lib.L is not None:
-            rc = _lib.L.colio_source_free(h)
-            if rc:
-                raise last_error(rc)
+        Handle.close(self)
+
+    def _forget(self) -> None:
+        self._handle = self._loop = None
+
+    def _after_close(self) -> None:
         if self._loop is not None:
             self._loop.close()
-        self._keep = ()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            if _lib.forked():  # inherited from the parent: nothing to free here
-                self._closed = True
-                return
-            if not self._closed and self._handle is not None and _lib.L is not None:
-                self.close()
-        except Exception:
-            pass
 
     def __reduce__(self):
         d = self._description
         return d() if callable(d) else d
-
-    def __repr__(self) -> str:
-        state = "closed" if self._closed else "open"
-        return f"<colio.Source {self.kind} {self.name!r} {state}>"
 
 
 def _destination(buf, size):
@@ -377,12 +325,10 @@ def _result_of(b, size):
     return result
 
 
-
-
 # ---- constructors -------------------------------------------------------------
 
 def _open_file(path: str) -> Source:
-    L = _lib_now()
+    L = lib()
     h = c_void_p()
     rc = L.colio_source_open_file(os.fsencode(path), byref(h))
     if rc:
@@ -419,7 +365,7 @@ def from_buffer(obj) -> Source:
     """A source over the bytes of any object with the buffer protocol (not
     copied: the object is kept alive and locked until the source closes)."""
     pin, addr, n = readable(obj, "the source buffer")
-    L = _lib_now()
+    L = lib()
     h = c_void_p()
     rc = L.colio_source_from_memory(addr, n, byref(h))
     if rc:
@@ -471,7 +417,7 @@ def callback_source(fn, size: int, *, concurrent: bool, fast: bool, kind: str,
     """A Source whose reads call fn(buf_address, size, offset) -> bytes
     filled, on colio's workers."""
     size = index(size, "size")
-    L = _lib_now()
+    L = lib()
     cb = _ReadCallback(fn, name)
     cfn = _lib.READ_FN(cb)
     s = _lib.SourceCallbacks()

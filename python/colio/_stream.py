@@ -16,7 +16,7 @@ from ctypes import byref, c_int64, c_void_p
 
 from . import _lib
 from ._buffers import index, writable
-from ._errors import ClosedError, InvalidArgumentError, last_error
+from ._errors import InvalidArgumentError, last_error
 
 # The BufferedReader's own buffer: large enough that each call into the
 # library (a few microseconds) moves many bytes, small enough that a reader

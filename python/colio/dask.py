@@ -290,7 +290,6 @@ def _delimited(src, size, offset, length, d, part_size, search_size):
     L = len(d)
     w = max(search_size, L)
     nominal_end = offset + length
-    body_end = min(nominal_end, size)
     win_end = min(nominal_end + w, size)
     p = _Pieces.read(src, [(offset, win_end)], part_size)  # the window rides with the block
 

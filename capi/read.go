@@ -11,15 +11,21 @@ import (
 	"github.com/colio-dev/colio/internal/engine"
 )
 
+// readArgs resolves a single-buffer read's source and wraps its buffer.
+func readArgs(name string, src C.uintptr_t, buf unsafe.Pointer, size C.int64_t) (*engine.Engine, *engine.Source, []byte, C.int) {
+	e, s, rc := sourceOf(name, src)
+	if rc != C.COLIO_OK {
+		return nil, nil, nil, rc
+	}
+	p, rc := cbytes(name, "buf", buf, size)
+	return e, s, p, rc
+}
+
 //export colioGoRead
 func colioGoRead(src C.uintptr_t, buf unsafe.Pointer, size, off C.int64_t, nread *C.int64_t, level C.int) (rc C.int) {
 	const name = "colio_read"
 	defer recoverInto(name, &rc)
-	e, s, rc := sourceOf(name, src)
-	if rc != C.COLIO_OK {
-		return rc
-	}
-	p, rc := cbytes(name, "buf", buf, size)
+	e, s, p, rc := readArgs(name, src, buf, size)
 	if rc != C.COLIO_OK {
 		return rc
 	}
@@ -35,11 +41,7 @@ func colioGoRead(src C.uintptr_t, buf unsafe.Pointer, size, off C.int64_t, nread
 func colioGoReadAsync(src C.uintptr_t, buf unsafe.Pointer, size, off C.int64_t, out *C.uintptr_t, level C.int) (rc C.int) {
 	const name = "colio_read_async"
 	defer recoverInto(name, &rc)
-	e, s, rc := sourceOf(name, src)
-	if rc != C.COLIO_OK {
-		return rc
-	}
-	p, rc := cbytes(name, "buf", buf, size)
+	e, s, p, rc := readArgs(name, src, buf, size)
 	if rc != C.COLIO_OK {
 		return rc
 	}

@@ -20,18 +20,25 @@ func checkWriteOffset(name, what string, off C.int64_t) C.int {
 	return C.COLIO_OK
 }
 
+// writeArgs resolves a single-buffer write's sink, checks its offset and
+// wraps its buffer.
+func writeArgs(name string, snk C.uintptr_t, buf unsafe.Pointer, size, off C.int64_t) (*engine.Engine, *engine.Sink, []byte, C.int) {
+	e, s, rc := sinkOf(name, snk)
+	if rc != C.COLIO_OK {
+		return nil, nil, nil, rc
+	}
+	if rc := checkWriteOffset(name, "offset", off); rc != C.COLIO_OK {
+		return nil, nil, nil, rc
+	}
+	p, rc := cbytes(name, "buf", buf, size)
+	return e, s, p, rc
+}
+
 //export colioGoWrite
 func colioGoWrite(snk C.uintptr_t, buf unsafe.Pointer, size, off C.int64_t, nwritten *C.int64_t, level C.int) (rc C.int) {
 	const name = "colio_write"
 	defer recoverInto(name, &rc)
-	e, s, rc := sinkOf(name, snk)
-	if rc != C.COLIO_OK {
-		return rc
-	}
-	if rc := checkWriteOffset(name, "offset", off); rc != C.COLIO_OK {
-		return rc
-	}
-	p, rc := cbytes(name, "buf", buf, size)
+	e, s, p, rc := writeArgs(name, snk, buf, size, off)
 	if rc != C.COLIO_OK {
 		return rc
 	}
@@ -47,14 +54,7 @@ func colioGoWrite(snk C.uintptr_t, buf unsafe.Pointer, size, off C.int64_t, nwri
 func colioGoWriteAsync(snk C.uintptr_t, buf unsafe.Pointer, size, off C.int64_t, out *C.uintptr_t, level C.int) (rc C.int) {
 	const name = "colio_write_async"
 	defer recoverInto(name, &rc)
-	e, s, rc := sinkOf(name, snk)
-	if rc != C.COLIO_OK {
-		return rc
-	}
-	if rc := checkWriteOffset(name, "offset", off); rc != C.COLIO_OK {
-		return rc
-	}
-	p, rc := cbytes(name, "buf", buf, size)
+	e, s, p, rc := writeArgs(name, snk, buf, size, off)
 	if rc != C.COLIO_OK {
 		return rc
 	}

@@ -22,7 +22,38 @@ type futureObj struct {
 	mu     sync.Mutex
 	msg    *C.char       // C copy of the error message, made on first ask
 	cbDone chan struct{} // set when a completion callback is registered; closed after it ran
+	cbRun  func()        // the registered callback's call into C
+	cbStep int           // where that callback is: cbPending, cbRunning, cbFinished
 	freed  bool
+}
+
+const (
+	cbPending = iota + 1
+	cbRunning
+	cbFinished
+)
+
+// runCallback runs the completion callback unless it has already started:
+// the notifier's queued call and a free on the notifier (which runs it
+// ahead of its turn, see colioGoFutureFree) race for it, and the first one
+// runs it.
+func (fo *futureObj) runCallback() {
+	fo.mu.Lock()
+	if fo.cbStep != cbPending {
+		fo.mu.Unlock()
+		return
+	}
+	fo.cbStep = cbRunning
+	run, done := fo.cbRun, fo.cbDone
+	fo.mu.Unlock()
+	defer func() {
+		fo.mu.Lock()
+		fo.cbStep = cbFinished
+		fo.cbRun = nil
+		fo.mu.Unlock()
+		close(done)
+	}()
+	run()
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
@@ -146,16 +177,16 @@ func colioGoFutureOnDone(fut C.uintptr_t, cb C.colio_future_callback, ctx C.uint
 		fo.mu.Unlock()
 		return invalid(name, "the future already has a completion callback (one per future)")
 	}
-	done := make(chan struct{})
-	fo.cbDone = done
-	fo.mu.Unlock()
+	fo.cbDone = make(chan struct{})
+	fo.cbStep = cbPending
 	// Runs on the notifier goroutine, never on an I/O worker or the
 	// caller. ctx stays a C integer: it is the user's, opaque to colio.
-	fo.f.OnDone(func(f *future.Future) {
-		defer close(done)
-		st, n := result(f)
+	fo.cbRun = func() {
+		st, n := result(fo.f)
 		C.colioi_call_done(cb, ctx, fut, st, n)
-	})
+	}
+	fo.mu.Unlock()
+	fo.f.OnDone(func(*future.Future) { fo.runCallback() })
 	return C.COLIO_OK
 }
 
@@ -203,8 +234,15 @@ func colioGoFutureOffset(fut C.uintptr_t, out *C.int64_t) (rc C.int) {
 // after free returns, and for its completion callback, so that the
 // callback's ctx is not used after free returns; only then does it remove
 // the handle, so the callback can still use the future while it runs.
+//
 // inDone is the future whose callback the calling thread is running (the
-// notifier), or 0: a callback must not wait for callbacks queued behind it.
+// notifier), or 0. On the notifier, waiting for a callback queued behind
+// the running one would wait forever, and not waiting would let it run
+// with a ctx its owner has let go ("free the batch from the first
+// callback"): so free runs that callback here, now. A callback that is
+// already running on the notifier is up this thread's stack (the caller's
+// own, or the one whose free ran this callback): it cannot be waited for,
+// and freeing under it is refused.
 //
 //export colioGoFutureFree
 func colioGoFutureFree(fut C.uintptr_t, inDone C.uintptr_t) (rc C.int) {
@@ -216,10 +254,17 @@ func colioGoFutureFree(fut C.uintptr_t, inDone C.uintptr_t) (rc C.int) {
 	}
 	fo.f.WaitTimeout(-1)
 	fo.mu.Lock()
-	done := fo.cbDone
+	done, step := fo.cbDone, fo.cbStep
 	fo.mu.Unlock()
-	if done != nil && inDone == 0 {
+	switch {
+	case done == nil:
+	case inDone == 0:
 		<-done
+	case step == cbRunning:
+		return invalid(name, "the future's completion callback is still running on this thread "+
+			"(a callback must not free its own future, or the one whose free ran it); free it after the callback returns")
+	default:
+		fo.runCallback()
 	}
 	if _, err := handles.take(token(fut), kindFuture); err != nil {
 		return fail(name, err) // freed by another thread meanwhile

@@ -387,7 +387,8 @@ int colio_future_cancel(colio_future *fut, int *cancelled);
 /* Registers cb to run once, on colio's notifier thread (never on an I/O
  * worker), when the future completes: at once if it already has. status
  * and nbytes are the operation's. The future must not be freed from inside
- * cb. One callback per future. */
+ * cb (COLIO_EINVAL); other futures may be (see colio_future_free). One
+ * callback per future. */
 typedef void (*colio_future_callback)(void *ctx, colio_future *fut, int status, int64_t nbytes);
 int colio_future_on_done(colio_future *fut, colio_future_callback cb, void *ctx);
 
@@ -405,7 +406,12 @@ int colio_future_offset(colio_future *fut, int64_t *out);
 /* Frees the future. If the operation is still running this waits for it,
  * so no buffer is written after free returns, and if a completion
  * callback is registered, for the callback to return, so its ctx is not
- * used after free returns. Accepts NULL. */
+ * used after free returns. Called from inside another future's callback
+ * (say, to free a whole batch), it runs this future's callback there, on
+ * the notifier, if it has not run yet, and returns after it. Freeing a
+ * future whose callback is running on the calling thread (from inside its
+ * own callback, or from the callback that such a free ran) is COLIO_EINVAL
+ * and frees nothing. Accepts NULL. */
 int colio_future_free(colio_future *fut);
 
 /* ---- Streams ---------------------------------------------------------- */

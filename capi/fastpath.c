@@ -125,7 +125,10 @@ static int io_error(int err, int64_t offset) {
  * caller must take the Go path. */
 int colioi_fast_read(uint64_t tok, void *buf, int64_t size, int64_t offset, int64_t *nread,
                      int *rc) {
+  /* Bad arguments, a buffer that wraps the address space among them, go
+   * to Go, whose checks (and messages) are the same for every path. */
   if (tok == 0 || size <= 0 || !buf || offset < 0 || offset > INT64_MAX - size ||
+      (uint64_t)size > (uint64_t)(UINTPTR_MAX - (uintptr_t)buf) ||
       size > atomic_load_explicit(&threshold, memory_order_relaxed))
     return 0;
   struct fast_entry *e = entry(tok, 0);

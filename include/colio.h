@@ -14,8 +14,9 @@
  *   the thread's last error) and colio_future_error() its message and errno.
  * - Functions that create a handle set *out to NULL when they fail.
  * - Sizes and offsets are int64_t; negative values and offset + size
- *   overflows are rejected with COLIO_EINVAL. NULL pointers, freed, stale
- *   or forged handles also give COLIO_EINVAL, never a crash.
+ *   overflows are rejected with COLIO_EINVAL. NULL pointers, buffers whose
+ *   address range wraps around the address space (buf + size overflows),
+ *   freed, stale or forged handles also give COLIO_EINVAL, never a crash.
  * - Handles (colio_source*, colio_sink*, colio_future*) are opaque tokens,
  *   not pointers to memory: never dereference them. Each has a free
  *   function that accepts NULL. Using a handle after freeing it returns

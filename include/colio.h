@@ -201,9 +201,14 @@ int colio_readv_async(colio_source *src, const colio_range *ranges, int64_t n,
 
 /* ---- Arrow C Data Interface ------------------------------------------- */
 
-/* The structs of the Arrow C Data Interface, exactly as the Arrow
- * specification declares them (guarded, so that a program that includes
- * arrow/c/abi.h, nanoarrow.h or another copy first gets one definition). */
+/* The structs of the Arrow C Data Interface and C Stream Interface,
+ * exactly as the Arrow specification declares them, each under its
+ * canonical guard (ARROW_C_DATA_INTERFACE: struct ArrowSchema, struct
+ * ArrowArray and the ARROW_FLAG_* macros; ARROW_C_STREAM_INTERFACE: struct
+ * ArrowArrayStream), so that colio.h, arrow/c/abi.h and nanoarrow.h can be
+ * included in any order. colio declares the stream struct although it does
+ * not use it: nanoarrow takes ARROW_FLAG_DICTIONARY_ORDERED to mean that
+ * both interfaces are declared, and would otherwise skip its own. */
 #ifndef ARROW_C_DATA_INTERFACE
 #define ARROW_C_DATA_INTERFACE
 
@@ -245,6 +250,24 @@ struct ArrowArray {
 };
 
 #endif  // ARROW_C_DATA_INTERFACE
+
+#ifndef ARROW_C_STREAM_INTERFACE
+#define ARROW_C_STREAM_INTERFACE
+
+struct ArrowArrayStream {
+  // Callbacks providing stream functionality
+  int (*get_schema)(struct ArrowArrayStream*, struct ArrowSchema* out);
+  int (*get_next)(struct ArrowArrayStream*, struct ArrowArray* out);
+  const char* (*get_last_error)(struct ArrowArrayStream*);
+
+  // Release callback
+  void (*release)(struct ArrowArrayStream*);
+
+  // Opaque producer-specific data
+  void* private_data;
+};
+
+#endif  // ARROW_C_STREAM_INTERFACE
 
 /* Reads n ranges of src eagerly and in parallel, as colio_readv_async
  * does, and exports the result as one Arrow array of type large_binary

@@ -16,6 +16,10 @@
 //     closed exactly once when the piece lands.
 //   - Errors are sticky: the bytes before a failure are delivered, then the
 //     error, on that read and every one after it.
+//   - The end is where the source ends now, as with read(2): io.EOF is
+//     not sticky, a read at the end asks the source's size again and reads
+//     on if it grew. A source that shrinks under bytes already read ahead
+//     is an error (checkShrink), not stale bytes.
 package readahead
 
 import (
@@ -235,7 +239,20 @@ func (s *Stream) advance() error {
 		sl := s.slots[s.cur]
 		if sl.next >= sl.limit {
 			if sl.limit == 0 {
-				s.err = io.EOF // the fill found nothing left to read
+				// The fill found nothing left to read. Look again, as
+				// read(2) does at the end of a file: one that grew since
+				// is read on (from here, so the slots stay in order).
+				size, err := s.src.Size()
+				if err != nil {
+					s.err = err
+					continue
+				}
+				if size <= s.pos {
+					return io.EOF // not sticky: the next read looks again
+				}
+				if err := s.restart(s.pos); err != nil {
+					s.err = err
+				}
 				continue
 			}
 			// Slot drained: refill it behind the others and move on.
@@ -258,14 +275,44 @@ func (s *Stream) advance() error {
 		want := min(sl.plen, sl.n-start)
 		sl.next++
 		n := int(f.N())
-		s.data = sl.buf[start : start+n]
 		if err := f.Err(); err != nil {
-			s.err = err
-		} else if n < want {
-			s.err = io.EOF // the source ended early (it shrank): stop there
+			s.data, s.err = sl.buf[start:start+n], err
+			continue
+		}
+		s.data = sl.buf[start : start+n]
+		s.err = s.checkShrink(sl.off+int64(start), n, want)
+		if s.err != nil && int64(len(s.data)) > 0 {
+			if size, err := s.src.Size(); err == nil {
+				keep := max(min(int64(n), size-(sl.off+int64(start))), 0)
+				s.data = s.data[:keep] // the bytes the file still has, then the error
+			}
 		}
 	}
 	return nil
+}
+
+// checkShrink fails a piece read ahead from a source that has shrunk
+// below it since: a fill that came back short (the source ended before the
+// size it had when the fill was issued), or a piece that landed whole but
+// lies past the source's end now (a file truncated while its bytes waited
+// in a buffer). Handing those bytes out would return what the file no
+// longer holds; open() would stop at the new end, so the reader gets an
+// error that says where. One size check per piece (an fstat for a file,
+// per 256 KiB by default) is what it costs.
+func (s *Stream) checkShrink(off int64, n, want int) error {
+	size, err := s.src.Size()
+	if err != nil {
+		return err
+	}
+	if n == want && off+int64(n) <= size {
+		return nil
+	}
+	if n < want && off+int64(want) <= size {
+		return errs.New(errs.IO, "colio: the source returned %d of the %d bytes at offset %d, before its end (%d bytes)",
+			n, want, off, size)
+	}
+	return errs.New(errs.IO, "colio: the source shrank to %d bytes under the stream: the bytes read ahead from offset %d to %d are no longer in it",
+		size, off, off+int64(want))
 }
 
 // Tell returns the offset of the next byte Read returns.
@@ -281,12 +328,18 @@ func (s *Stream) Seek(offset int64, whence int) (int64, error) {
 		target = offset
 	case io.SeekCurrent:
 		target = s.pos + offset
+		if offset > 0 && target < 0 {
+			return s.pos, errs.New(errs.Invalid, "colio: seek offset %d from position %d overflows a 64-bit offset", offset, s.pos)
+		}
 	case io.SeekEnd:
 		size, err := s.src.Size()
 		if err != nil {
 			return s.pos, err
 		}
 		target = size + offset
+		if offset > 0 && target < 0 {
+			return s.pos, errs.New(errs.Invalid, "colio: seek offset %d from the end (%d bytes) overflows a 64-bit offset", offset, size)
+		}
 	default:
 		return s.pos, errs.New(errs.Invalid, "colio: bad whence %d", whence)
 	}

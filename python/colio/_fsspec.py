@@ -131,9 +131,14 @@ class _Capture:
         self.pieces = {}
 
     def result(self, addr, n):
+        # A range owns [addr, addr + n) for the n bytes it read, and nothing
+        # when it read none: a zero-length range is laid out at the same
+        # address as the range after it, whose pieces it must not take.
+        if n == 0:
+            return memoryview(b"")
         # list() snapshots the keys in one step under the GIL: colio's workers
         # keep adding the pieces of other ranges of this call meanwhile.
-        keys = sorted(a for a in list(self.pieces) if addr <= a < addr + max(n, 1))
+        keys = sorted(a for a in list(self.pieces) if addr <= a < addr + n)
         parts = [self.pieces.pop(a) for a in keys]
         if len(parts) == 1 and keys[0] == addr and len(parts[0]) == n:
             return memoryview(parts[0]).cast("B")  # zero copy

@@ -31,9 +31,8 @@ from __future__ import annotations
 
 import ctypes
 
-from . import _future, _lib
 from ._buffers import index, view_of
-from ._errors import ClosedError, ColioIOError, InvalidArgumentError
+from ._errors import ColioIOError, InvalidArgumentError
 from ._source import Source, callback_source
 
 DEFAULT_MAX_IN_FLIGHT = 256
@@ -111,7 +110,9 @@ def from_fsspec(fs, path: str, *, via: str = "auto", max_in_flight: int = DEFAUL
     src.fs, src.path, src.via = fs, path, via
     src._captures = captures
     if via == "loop":
-        src._loop = _LoopReader(fs, path, size, max_in_flight)
+        from ._fsspec_loop import LoopReader
+        src._loop = LoopReader(fs, path, size, max_in_flight)
+        src._loop.name = name
     return src
 
 
@@ -170,117 +171,3 @@ class _Captures:
 
 def _rebuild(fs, path, via, max_in_flight, size):
     return from_fsspec(fs, path, via=via, max_in_flight=max_in_flight, size=size)
-
-
-class _LoopReader:
-    """Runs a source's reads as coroutines on an async file system's loop."""
-
-    def __init__(self, fs, path, size, max_in_flight):
-        from . import get_config
-        self.fs = fs
-        self.path = path
-        self.size = size
-        self.max_in_flight = max_in_flight
-        self.chunk = max(int(get_config()["task_size"]), 1)
-        self._sem = None
-        self.in_flight = 0
-        self.peak_in_flight = 0
-
-    async def _cat(self, off, n):
-        import asyncio
-        if self._sem is None:
-            self._sem = asyncio.Semaphore(self.max_in_flight)
-        async with self._sem:
-            self.in_flight += 1
-            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
-            try:
-                data = await self.fs._cat_file(self.path, start=off, end=off + n)
-            finally:
-                self.in_flight -= 1
-        if len(data) > n:
-            raise _too_long(self.path, len(data), n, off)
-        return data
-
-    async def _fill(self, addr, n, off):
-        """Reads [off, off+n) into addr; returns the bytes read."""
-        import asyncio
-        if n == 0:
-            return 0
-        if n <= self.chunk:
-            parts = [(off, n)]
-            datas = [await self._cat(off, n)]
-        else:
-            parts = [(off + i, min(self.chunk, n - i)) for i in range(0, n, self.chunk)]
-            datas = await asyncio.gather(*(self._cat(o, s) for o, s in parts))
-        total = 0
-        for (o, s), d in zip(parts, datas):
-            k = len(d)
-            if k:
-                _copy(addr + (o - off), d, k)
-            total += k
-            if k < s:
-                break  # the source ended early
-        return total
-
-    async def _one(self, fut, addr, n, off):
-        try:
-            got = await self._fill(addr, n, off)
-        except BaseException as e:  # noqa: BLE001 - fail the future, whatever it is
-            fut._pin = None
-            try:
-                fut.set_exception(e)
-            except Exception:
-                pass
-            if not isinstance(e, Exception):
-                raise
-            return
-        fut._finish(0, got)
-
-    async def _batch(self, work):
-        import asyncio
-        await asyncio.gather(*(self._one(*w) for w in work), return_exceptions=True)
-
-    def _check(self, src, n, off):
-        if _lib.forked():  # the file system's loop thread is the parent's
-            raise _lib.fork_error(f"colio: {self.path}")
-        if src._closed:
-            raise ClosedError(f"colio: I/O operation on a closed source ({src.name})")
-        if off > self.size:
-            raise InvalidArgumentError(
-                f"colio: read at offset {off} starts past the end of the source ({self.size} bytes)")
-        return min(n, self.size - off)
-
-    def submit(self, src, items):
-        import asyncio
-        checked = [self._check(src, n, off) for (_, _, n, off, _) in items]
-        futs, work = [], []
-        for (pin, addr, _, off, wrap), n in zip(items, checked):
-            f = _future.Future()
-            f._pin, f._wrap, f._owner = pin, wrap, src
-            futs.append(f)
-            work.append((f, addr, n, off))
-        if work:
-            asyncio.run_coroutine_threadsafe(self._batch(work), self.fs.loop)
-        return futs
-
-    def read_into(self, src, pin, addr, n, off):
-        from fsspec.asyn import sync
-        n = self._check(src, n, off)
-        return sync(self.fs.loop, self._fill, addr, n, off)
-
-    def read_bytes(self, src, off, n):
-        from fsspec.asyn import sync
-        n = self._check(src, n, off)
-        if n == 0:
-            return b""
-        if n <= self.chunk:
-            data = sync(self.fs.loop, self._cat, off, n)
-            return data if type(data) is bytes else bytes(data)
-        buf = bytearray(n)
-        pin = (ctypes.c_char * n).from_buffer(buf)
-        got = self.read_into(src, pin, ctypes.addressof(pin), n, off)
-        del pin
-        return bytes(memoryview(buf)[:got])
-
-    def close(self):
-        pass

@@ -262,6 +262,8 @@ class Source(Handle):
 
     def read_ranges(self, ranges) -> "list[memoryview]":
         """read_ranges_async, then waits for every range (in parallel)."""
+        if self._loop is not None:  # an interrupted wait cancels the coroutines
+            return self._loop.results(self.read_ranges_async(ranges))
         return [f.result() for f in self.read_ranges_async(ranges)]
 
     def read_ranges_arrow(self, ranges) -> "colio.ArrowData":

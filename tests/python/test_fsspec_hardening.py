@@ -13,11 +13,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
+import signal
+import threading
+import time
 
 import fsspec
 import pytest
+from fsspec.asyn import AsyncFileSystem
 
 import colio
 
@@ -158,3 +163,185 @@ def test_every_read_path_matches_pread_and_cat_ranges(kind, diff_data, small_tas
         src.close()
     assert checked > 150 and raised > 10, (checked, raised)
 
+
+# ---- a slow async file system ------------------------------------------------------
+
+class SlowAsyncFS(AsyncFileSystem):
+    """An async fsspec file system over bytes whose _cat_file sleeps
+    ``delay`` seconds on the loop, counting the requests that started, were
+    cancelled and completed."""
+
+    protocol = "colio-slow"
+    cachable = False
+
+    def __init__(self, data, delay, **kwargs):
+        super().__init__(**kwargs)
+        self.data = data
+        self.delay = delay
+        self.started = threading.Event()
+        self.calls = self.cancelled = self.completed = 0
+
+    async def _cat_file(self, path, start=None, end=None, **kwargs):
+        self.calls += 1
+        delay = self.delay
+        self.started.set()
+        try:
+            await asyncio.sleep(delay)
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+        self.completed += 1
+        return self.data[start:end]
+
+    async def _info(self, path, **kwargs):
+        return {"name": path, "size": len(self.data), "type": "file"}
+
+
+class Interrupted(Exception):
+    """What the SIGALRM handler raises: any exception, not only Ctrl-C."""
+
+
+@pytest.fixture(params=["ctrl-c", "exception"])
+def interrupt(request):
+    """interrupt(fs) arranges for the main thread to be interrupted, by
+    SIGINT (KeyboardInterrupt) or by a signal handler that raises
+    Interrupted, as soon as fs has started a request. Returns the
+    exception type to expect."""
+    how = request.param
+    old = None
+    if how == "exception":
+        def handler(signum, frame):
+            raise Interrupted("interrupted by SIGALRM")
+        old = signal.signal(signal.SIGALRM, handler)
+    sig = signal.SIGINT if how == "ctrl-c" else signal.SIGALRM
+    main = threading.main_thread().ident
+
+    def arm(fs):
+        def fire():
+            if fs.started.wait(10):
+                time.sleep(0.05)  # let the caller settle into its wait
+                signal.pthread_kill(main, sig)
+        threading.Thread(target=fire, daemon=True).start()
+        return KeyboardInterrupt if how == "ctrl-c" else Interrupted
+
+    yield arm
+    if old is not None:
+        signal.signal(signal.SIGALRM, old)
+
+
+CANARY = 0xA5
+
+
+def _slow_source(data, delay, **kwargs):
+    fs = SlowAsyncFS(data, delay)
+    return fs, colio.from_fsspec(fs, "/slow.bin", size=len(data), **kwargs)
+
+
+@pytest.mark.parametrize("nbytes", [1000, 300_000])
+def test_interrupted_read_into_never_writes_later(interrupt, small_tasks, nbytes):
+    """Before the fix the interrupted call raised while its coroutine kept
+    running, and the coroutine wrote the response into the buffer after
+    the call had returned (the canary was overwritten once the delay
+    passed; in real code the buffer was freed and reused by then)."""
+    data = os.urandom(nbytes)
+    fs, src = _slow_source(data, delay=0.5)
+    buf = bytearray([CANARY]) * nbytes
+    with pytest.raises(interrupt(fs)):
+        src.read_into(buf, 0)
+    assert fs.completed == 0
+    assert fs.cancelled == fs.calls > 0, "the call raised before its requests were cancelled"
+    time.sleep(0.8)  # past the delay: a live coroutine would have written by now
+    assert buf == bytearray([CANARY]) * nbytes
+    assert fs.completed == 0
+    src.close()
+
+
+def test_reused_buffer_stays_intact(interrupt):
+    """The buffer of an interrupted read_into, reused for the next read:
+    before the fix the first read's coroutine overwrote the second read's
+    bytes when its delay ended."""
+    data = os.urandom(20_000)
+    fs, src = _slow_source(data, delay=0.5)
+    buf = bytearray(10_000)
+    with pytest.raises(interrupt(fs)):
+        src.read_into(buf, 0)
+    fs.delay = 0
+    assert src.read_into(buf, 10_000) == 10_000
+    time.sleep(0.8)
+    assert buf == data[10_000:]
+    src.close()
+
+
+@pytest.mark.parametrize("nbytes", [1000, 300_000])
+def test_interrupted_read_cancels_its_requests(interrupt, small_tasks, nbytes):
+    """read() into colio's own buffer: before the fix the requests ran on
+    after the call raised (completed == calls once the delay passed) and,
+    for a read in several parts, wrote into a freed bytearray."""
+    data = os.urandom(nbytes)
+    fs, src = _slow_source(data, delay=0.5)
+    with pytest.raises(interrupt(fs)):
+        src.read(0, nbytes)
+    assert fs.cancelled == fs.calls > 0
+    time.sleep(0.8)
+    assert fs.completed == 0
+    fs.delay = 0
+    assert src.read(0, nbytes) == data
+    src.close()
+
+
+def test_interrupted_read_ranges_cancels_its_requests(interrupt):
+    """Before the fix the coroutines of an interrupted read_ranges ran to
+    completion after it raised."""
+    data = os.urandom(50_000)
+    fs, src = _slow_source(data, delay=0.5)
+    ranges = [(i * 5000, 5000) for i in range(8)]
+    with pytest.raises(interrupt(fs)):
+        src.read_ranges(ranges)
+    assert fs.cancelled == fs.calls > 0
+    time.sleep(0.8)
+    assert fs.completed == 0
+    fs.delay = 0
+    assert [bytes(p) for p in src.read_ranges(ranges)] == [data[o:o + n] for o, n in ranges]
+    src.close()
+
+
+def test_cancel_of_a_running_loop_read():
+    """Future.cancel() of a running async-fsspec read cancels its request
+    and nothing is written into the buffer afterwards. Before the fix
+    cancel() returned False and the request wrote on."""
+    data = os.urandom(4000)
+    fs, src = _slow_source(data, delay=0.5)
+    buf = bytearray([CANARY]) * 4000
+    fut = src.read_async(buf, 0)
+    assert fs.started.wait(10)
+    assert fut.cancel()
+    assert fut.cancelled()
+    time.sleep(0.8)
+    assert buf == bytearray([CANARY]) * 4000
+    assert fs.completed == 0
+    src.close()
+
+
+# ---- close() with queued reads -------------------------------------------------
+
+def test_close_fails_queued_reads():
+    """close() fails the reads that have not started with ClosedError, at
+    once; the running one may finish. Before the fix the 10 queued reads
+    still succeeded, one after the other, after close() returned."""
+    data = os.urandom(11 * 1000)
+    fs, src = _slow_source(data, delay=0.3, max_in_flight=1)
+    bufs = [bytearray(1000) for _ in range(11)]
+    futs = [src.read_async(b, i * 1000) for i, b in enumerate(bufs)]
+    assert fs.started.wait(10)
+    src.close()
+    for f in futs[1:]:
+        with pytest.raises(colio.ClosedError):
+            f.result(5)  # a watchdog, not a timing: they fail as soon as close() ran
+    first = futs[0]
+    try:
+        assert first.result(10) == 1000 and bufs[0] == data[:1000]
+    except colio.ClosedError:
+        pass
+    assert fs.calls == 1, "a queued read started after close()"
+    with pytest.raises(colio.ClosedError):
+        src.read_async(bytearray(10), 0)

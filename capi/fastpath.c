@@ -171,6 +171,14 @@ int colioi_fast_read(uint64_t tok, void *buf, int64_t size, int64_t offset, int6
         err = errno;
       else if (offset > st.st_size)
         past_end = 1;
+      else if (offset + done < st.st_size) {
+        /* Short before the end: the file grew since the pread, or it
+         * shrank and grew again. Go reads on to the end or reports the
+         * source ending early, as on every other path. */
+        atomic_fetch_sub(&n_in_flight, 1);
+        atomic_fetch_sub(&e->users, 1);
+        return 0;
+      }
     }
   }
   atomic_fetch_sub(&n_in_flight, 1);

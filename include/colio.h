@@ -148,9 +148,11 @@ int colio_source_from_memory(const void *data, int64_t size, colio_source **out)
 
 /* A user-defined source. Set struct_size = sizeof(colio_source_callbacks).
  * read: fill up to size bytes of buf from offset; return the bytes filled
- *   (fewer is fine, colio asks again for the rest; 0 means the source has
- *   ended), or a negative value for failure (a negated errno if one
- *   applies). Runs on colio's workers.
+ *   (fewer is fine, colio asks again for the rest), or a negative value
+ *   for failure (a negated errno if one applies). colio never asks for
+ *   bytes past the source's size, so returning 0 says the source ended
+ *   before its size: the read fails with COLIO_EIO, naming the offset.
+ *   Runs on colio's workers.
  * release: called once when the source is freed, after every read ended;
  *   may be NULL. Not called if creation fails: ctx stays the caller's.
  * The source's size is fixed at creation. colio copies the struct: it
@@ -178,7 +180,10 @@ int colio_source_free(colio_source *src);
 
 /* Synchronous read of up to size bytes at offset into buf. *nread (may be
  * NULL) receives the bytes read: fewer than size only at the end of the
- * source, 0 at the end. Starting past the end is COLIO_EINVAL. */
+ * source, 0 at the end. Starting past the end is COLIO_EINVAL. A source
+ * that stops short of its size (a callback returning 0, a file truncated
+ * during the read) fails the read with COLIO_EIO, the same for every read
+ * call and however the read is split. */
 int colio_read(colio_source *src, void *buf, int64_t size, int64_t offset, int64_t *nread);
 
 /* Starts the read and returns its future in *out. Small reads of fast

@@ -24,6 +24,7 @@ type request struct {
 	f        *future.Future
 	users    *users
 	isRead   bool
+	end      int64 // reads: the source's size when the read was planned
 	onClosed bool // fail parts that start after Close
 	sink     *Sink
 	serial   *serial // non-nil for sources and sinks that take one call at a time
@@ -57,7 +58,7 @@ func (e *Engine) submit(ctx context.Context, r *request, inline bool, ts int64) 
 		e.c.opsInline.Add(1)
 		r.f = future.New(e.notifier, 1)
 		r.f.SetOffset(r.off)
-		e.runPart(ctx, r, 0, n, true)
+		e.runPart(ctx, r, 0, n)
 		return r.f
 	}
 	parts := int(split(n, ts, false))
@@ -68,8 +69,7 @@ func (e *Engine) submit(ctx context.Context, r *request, inline bool, ts int64) 
 		for i := 0; i < parts; i++ {
 			a := int64(i) * ts
 			b := min(a+ts, n)
-			last := i == parts-1
-			task := func(wctx context.Context) { e.runPart(wctx, r, a, b, last) }
+			task := func(wctx context.Context) { e.runPart(wctx, r, a, b) }
 			var err error
 			if r.serial != nil {
 				err = r.serial.submit(e.pool, ctx, task)
@@ -80,7 +80,7 @@ func (e *Engine) submit(ctx context.Context, r *request, inline bool, ts int64) 
 				// Too deep a nesting: fail the part here.
 				r.users.release()
 				r.f.Begin()
-				r.f.PartDone(0, errs.New(errs.Invalid, "%v", err))
+				r.f.PartDoneAt(0, errs.New(errs.Invalid, "%v", err), r.off+a)
 			}
 		}
 	}
@@ -94,14 +94,15 @@ func (e *Engine) submit(ctx context.Context, r *request, inline bool, ts int64) 
 
 // runPart moves bytes [a, b) of r. It never blocks on other parts: the part
 // that reports last completes the future.
-func (e *Engine) runPart(ctx context.Context, r *request, a, b int64, last bool) {
+func (e *Engine) runPart(ctx context.Context, r *request, a, b int64) {
 	defer r.users.release()
+	at := r.off + a
 	if !r.f.Begin() {
-		r.f.PartDone(0, errs.New(errs.Cancelled, "colio: operation cancelled before this part started"))
+		r.f.PartDoneAt(0, errs.New(errs.Cancelled, "colio: operation cancelled before this part started"), at)
 		return
 	}
 	if r.onClosed && r.users.closed.Load() {
-		r.f.PartDone(0, errs.New(errs.Closed, "colio: source closed before this part started"))
+		r.f.PartDoneAt(0, errs.New(errs.Closed, "colio: source closed before this part started"), at)
 		return
 	}
 	e.c.enter()
@@ -109,9 +110,11 @@ func (e *Engine) runPart(ctx context.Context, r *request, a, b int64, last bool)
 	e.c.leave()
 	if r.isRead {
 		e.c.bytesRead.Add(int64(n))
-		if err == nil && int64(n) < b-a && !last {
-			err = errs.New(errs.IO, "colio: source ended at offset %d, inside the requested range (did it shrink during the read?)",
-				r.off+a+int64(n))
+		// A read was cut to the source's size when it was planned, so
+		// every part is owed all its bytes: fewer is the source ending
+		// early, in whichever part, and never a silent short read.
+		if err == nil && int64(n) < b-a {
+			err = shortRead(r.off, int64(len(r.p)), at+int64(n), r.end)
 		}
 	} else {
 		e.c.bytesWritten.Add(int64(n))
@@ -124,7 +127,17 @@ func (e *Engine) runPart(ctx context.Context, r *request, a, b int64, last bool)
 			r.sink.setErr(err)
 		}
 	}
-	r.f.PartDone(int64(n), err)
+	r.f.PartDoneAt(int64(n), err, at)
+}
+
+// shortRead is the error of a read of n bytes at off whose source stopped
+// at stop, before its size end. It names the whole request, so the message
+// is the same however the read was split (the part at the lowest offset
+// reports it: see future.PartDoneAt).
+func shortRead(off, n, stop, end int64) error {
+	return errs.New(errs.IO, "colio: read of %d bytes at offset %d got %d: the source stopped at offset %d, before its end at %d "+
+		"(fewer bytes than asked are allowed only at the end of the source; did it shrink during the read?)",
+		n, off, stop-off, stop, end)
 }
 
 // safeIO turns a panic in a source, sink or callback into the part's error,

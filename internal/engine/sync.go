@@ -48,6 +48,22 @@ func (e *Engine) ReadAt(ctx context.Context, src *Source, p []byte, off int64) (
 		if off > size {
 			return 0, errs.New(errs.Invalid, "colio: read at offset %d starts past the end of the source (%d bytes)", off, size)
 		}
+		// Short before the end: either the source grew between the read
+		// and the size (read on to the new end), or it ended early, which
+		// is an error here as on the general path, where the size comes
+		// first.
+		if want := min(int64(len(p)), size-off); int64(n) < want {
+			m, err := e.inline(ctx, src.src.ReadAt, p[n:want], off+int64(n))
+			e.c.bytesRead.Add(int64(m))
+			n += m
+			if err != nil {
+				return int64(n), err
+			}
+			if int64(n) < want {
+				e.c.errors.Add(1)
+				return int64(n), shortRead(off, want, off+int64(n), size)
+			}
+		}
 	}
 	return int64(n), nil
 }

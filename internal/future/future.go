@@ -10,6 +10,7 @@ package future
 
 import (
 	"context"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,7 @@ type Future struct {
 
 	mu        sync.Mutex
 	err       error
+	errAt     int64 // offset of the part that reported err
 	unstarted int64 // parts not yet begun, guarded by mu
 	cancelled bool
 	callbacks []func(*Future)
@@ -82,20 +84,35 @@ func (f *Future) Begin() bool {
 
 // PartDone reports one part's result. Errors other than cancellation take
 // precedence, and the first such error wins.
-func (f *Future) PartDone(n int64, err error) {
+func (f *Future) PartDone(n int64, err error) { f.PartDoneAt(n, err, math.MaxInt64) }
+
+// PartDoneAt is PartDone for the part that starts at offset at: of two
+// errors that rank alike, the one at the lower offset wins, so a request
+// split into parallel parts fails as a serial one would, with its first
+// failure, whichever part happened to report first.
+func (f *Future) PartDoneAt(n int64, err error, at int64) {
 	if n > 0 {
 		f.n.Add(n)
 	}
 	if err != nil {
 		f.mu.Lock()
-		if f.err == nil || (errs.KindOf(f.err) == errs.Cancelled && errs.KindOf(err) != errs.Cancelled) {
-			f.err = err
+		if f.err == nil || outranks(err, at, f.err, f.errAt) {
+			f.err, f.errAt = err, at
 		}
 		f.mu.Unlock()
 	}
 	if f.pending.Add(-1) == 0 {
 		f.complete()
 	}
+}
+
+// outranks says whether err (at offset at) should replace old (at oldAt).
+func outranks(err error, at int64, old error, oldAt int64) bool {
+	cancelled, oldCancelled := errs.KindOf(err) == errs.Cancelled, errs.KindOf(old) == errs.Cancelled
+	if cancelled != oldCancelled {
+		return oldCancelled
+	}
+	return at < oldAt
 }
 
 func (f *Future) complete() {

@@ -20,7 +20,9 @@ type Traits struct {
 type Source interface {
 	// ReadAt fills p from offset off. It returns len(p) unless the source
 	// ends first, in which case it returns the bytes that exist and a nil
-	// error. ctx carries the pool level for callbacks that re-enter colio.
+	// error (the engine asks only for bytes below Size, so it fails a read
+	// that ends before them). ctx carries the pool level for callbacks that
+	// re-enter colio.
 	ReadAt(ctx context.Context, p []byte, off int64) (int, error)
 	// Size is the current size in bytes.
 	Size() (int64, error)

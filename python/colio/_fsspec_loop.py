@@ -262,8 +262,8 @@ class LoopReader:
         returns), its coroutine cancelled and waited for, briefly."""
         loop = self._loop()
         read = _Read(loop)
-        cf = asyncio.run_coroutine_threadsafe(self._run(read, fn, read.gate, *args), loop)
-        try:
+        try:  # an interrupt that lands before cf exists abandons the read too
+            cf = asyncio.run_coroutine_threadsafe(self._run(read, fn, read.gate, *args), loop)
             return cf.result()
         except BaseException:
             if not read.ended.is_set():

@@ -144,7 +144,7 @@ def test_every_read_path_matches_pread_and_cat_ranges(kind, diff_data, small_tas
         for i, ranges in enumerate(_batches(7, DIFF_BATCHES, DIFF_SIZE)):
             if any(off > DIFF_SIZE for off, _ in ranges):
                 for call in (src.read_ranges, src.read_ranges_async, src.read_ranges_arrow):
-                    with pytest.raises(ValueError, match="past the end"):
+                    with pytest.raises(colio.InvalidArgumentError, match="past the end"):
                         call(ranges)
                 raised += 1
                 continue

@@ -105,5 +105,13 @@ bench-python: lib venv
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchtime 5x ./internal/engine/
 
+# The long reliability run (issue 12), not part of `make test`: about a
+# million checked operations from 16 threads through the C ABI, then as
+# many through Python (tests/stress/); its last lines give the figures.
+# STRESS_SCALE=0.05 for a short pass.
+.PHONY: stress
+stress: lib venv
+	$(MAKE) -C tests/stress
+
 clean:
 	rm -rf build $(VENV)

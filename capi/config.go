@@ -6,9 +6,34 @@ package main
 import "C"
 
 import (
+	"errors"
+	"strings"
+
 	"github.com/colio-dev/colio/gpu"
 	"github.com/colio-dev/colio/internal/config"
 )
+
+// knownKey reports whether k names a setting, and lists them all.
+func knownKey(k config.Key) (bool, string) {
+	names := make([]string, len(config.Keys))
+	found := false
+	for i, kk := range config.Keys {
+		names[i] = string(kk.Key)
+		found = found || kk.Key == k
+	}
+	return found, strings.Join(names, ", ")
+}
+
+// setMessage says a rejected run-time setting as "key=value: reason", the
+// way the caller wrote it (config.Error's own text, made for the
+// environment, repeats the key: `invalid value 0 for "threads"`).
+func setMessage(name string, err error) C.int {
+	var ce *config.Error
+	if errors.As(err, &ce) && ce.Source == "" {
+		return invalid(name, "%s=%s: %s", ce.Key, ce.Value, ce.Reason)
+	}
+	return fail(name, err)
+}
 
 //export colioGoConfigSet
 func colioGoConfigSet(key *C.char, value C.int64_t) (rc C.int) {
@@ -17,12 +42,16 @@ func colioGoConfigSet(key *C.char, value C.int64_t) (rc C.int) {
 	if key == nil {
 		return invalid(name, "key is NULL")
 	}
+	k := config.Key(C.GoString(key))
+	if ok, known := knownKey(k); !ok {
+		return invalid(name, "unknown setting %q; known: %s", k, known)
+	}
 	e, err := eng()
 	if err != nil {
 		return fail(name, err)
 	}
-	if err := e.Set(config.Key(C.GoString(key)), int64(value)); err != nil {
-		return fail(name, err)
+	if err := e.Set(k, int64(value)); err != nil {
+		return setMessage(name, err)
 	}
 	C.colioi_fast_set_threshold(C.int64_t(e.Config().SmallReadThreshold))
 	return C.COLIO_OK
@@ -35,11 +64,15 @@ func colioGoConfigGet(key *C.char, out *C.int64_t) (rc C.int) {
 	if key == nil {
 		return invalid(name, "key is NULL")
 	}
+	k := config.Key(C.GoString(key))
+	if ok, known := knownKey(k); !ok {
+		return invalid(name, "unknown setting %q; known: %s", k, known)
+	}
 	e, err := eng()
 	if err != nil {
 		return fail(name, err)
 	}
-	v, err := e.Config().Get(config.Key(C.GoString(key)))
+	v, err := e.Config().Get(k)
 	if err != nil {
 		return fail(name, err)
 	}

@@ -18,7 +18,8 @@ __all__ = [
     "Source", "Sink", "Future", "get_config", "set_config", "stats", "library_version",
     "library_path", "ColioError", "InvalidArgumentError", "ColioIOError", "NotFoundError",
     "ClosedError", "ColioTimeoutError", "ColioCancelledError", "NotSupportedError",
-    "CallbackError", "NoSpaceError", "ForkError", "InternalError", "ArrowData",
+    "CallbackError", "NoSpaceError", "ForkError", "InternalError", "ColioPermissionError",
+    "ColioIsADirectoryError", "ColioConnectionError", "ColioImportError", "ArrowData",
 ]
 
 # name -> module that defines it; imported on first access.
@@ -32,7 +33,9 @@ _LAZY = {
     "NotFoundError": "_errors", "ClosedError": "_errors", "ColioTimeoutError": "_errors",
     "ColioCancelledError": "_errors", "NotSupportedError": "_errors",
     "CallbackError": "_errors", "NoSpaceError": "_errors", "ForkError": "_errors",
-    "InternalError": "_errors",
+    "InternalError": "_errors", "ColioPermissionError": "_errors",
+    "ColioIsADirectoryError": "_errors", "ColioConnectionError": "_errors",
+    "ColioImportError": "_errors",
     "ArrowData": "_arrow",
 }
 
@@ -88,19 +91,45 @@ def get_config() -> dict:
 
 def set_config(**settings) -> None:
     """Changes engine settings at run time, e.g. ``set_config(threads=16)``.
-    Unknown keys and out-of-range values raise InvalidArgumentError (a
-    ValueError); nothing is changed for a key that fails."""
-    from ._buffers import index
-    from ._errors import last_error
+    Values are integers (sizes in bytes: ``task_size=4 << 20``). Unknown
+    keys, values that are not integers and out-of-range values raise
+    InvalidArgumentError (a ValueError); the keys before a failing one are
+    set, the failing one and those after it are not."""
+    from ._errors import InvalidArgumentError, last_error
     from . import _lib
     L = _loaded()
     try:
         for key, value in settings.items():
-            rc = L.colio_config_set_int(key.encode(), index(value, key))
+            if key not in _CONFIG_KEYS:
+                raise InvalidArgumentError(f"colio.set_config: unknown setting {key!r}; known: "
+                                           + ", ".join(_CONFIG_KEYS))
+            rc = L.colio_config_set_int(key.encode(), _config_value(key, value))
             if rc:
-                raise last_error(rc)
+                err = last_error(rc)
+                # The library's "colio: threads=0: must be ..." in this call's name.
+                err.message = "colio.set_config: " + err.message.removeprefix("colio: ")
+                err.args = (err.message,)
+                raise err
     finally:
         _lib.refresh_inline_max(L)
+
+
+def _config_value(key: str, value) -> int:
+    """value as the int64 the library takes, for set_config(key=value)."""
+    import operator
+    from ._buffers import INT64_MAX
+    from ._errors import InvalidArgumentError
+    try:
+        v = operator.index(value)
+    except TypeError:
+        hint = (" (size suffixes such as '4M' are for the COLIO_* environment variables; "
+                "write 4 << 20)") if isinstance(value, str) else ""
+        raise InvalidArgumentError(
+            f"colio.set_config: {key}={value!r}: must be an integer{hint}") from None
+    if not -INT64_MAX - 1 <= v <= INT64_MAX:
+        raise InvalidArgumentError(
+            f"colio.set_config: {key}={v} is too large (at most 2**63-1 = {INT64_MAX})")
+    return v
 
 
 def stats() -> dict:

@@ -159,11 +159,39 @@ def new_bytes(n: int):
     return b, _BytesAsString(b)
 
 
+# The largest offset or size the C API takes (int64_t). ctypes keeps only
+# the low 64 bits of a larger int, so 1 << 64 would silently become 0: every
+# integer bound for the library is checked against this first.
+INT64_MAX = (1 << 63) - 1
+
+
+def too_large(v: int, what: str) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        f"colio: {what} is too large (got {v}; at most 2**63-1 = {INT64_MAX})")
+
+
 def index(v, what: str) -> int:
+    """v as a non-negative int that fits in int64_t; ``what`` names it in
+    the error (the caller's argument name)."""
     try:
         v = operator.index(v)
     except TypeError:
         raise TypeError(f"colio: {what} must be an integer, not {type(v).__name__}") from None
     if v < 0:
         raise InvalidArgumentError(f"colio: {what} must not be negative (got {v})")
+    if v > INT64_MAX:
+        raise too_large(v, what)
+    return v
+
+
+def signed_index(v, what: str) -> int:
+    """v as an int that fits in int64_t, negative allowed (relative seeks)."""
+    try:
+        v = operator.index(v)
+    except TypeError:
+        raise TypeError(f"colio: {what} must be an integer, not {type(v).__name__}") from None
+    if not -INT64_MAX - 1 <= v <= INT64_MAX:
+        raise InvalidArgumentError(
+            f"colio: {what} is too large (got {v}; it must fit in 64 bits: "
+            f"-2**63 to 2**63-1)")
     return v

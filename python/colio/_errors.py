@@ -72,8 +72,21 @@ class ColioPermissionError(ColioError, PermissionError):
 
 
 class ColioIsADirectoryError(ColioError, IsADirectoryError):
-    default_code = _lib.EIO
+    """A directory where a file was expected (a source or a sink)."""
+    default_code = _lib.EINVAL
     default_errno = _errno.EISDIR
+
+
+class ColioConnectionError(ColioError, ConnectionError):
+    """A remote end point could not be reached (refused, unreachable, reset)
+    when a source was opened; the original error is its ``__cause__``."""
+    default_code = _lib.EIO
+
+
+class ColioImportError(ColioError, ImportError):
+    """A URL's protocol needs a package that is not installed (s3fs,
+    gcsfs...); the original ImportError is its ``__cause__``."""
+    default_code = _lib.ENOTSUP
 
 
 class ClosedError(ColioError, ValueError):
@@ -103,6 +116,13 @@ class NoSpaceError(ColioError, OSError):
     """COLIO_ENOSPC: disk full, or a memory sink is full."""
     default_code = _lib.ENOSPC
     default_errno = _errno.ENOSPC
+
+
+class ColioMemoryError(NoSpaceError, MemoryError):
+    """COLIO_ENOSPC with errno ENOMEM: colio could not allocate memory (an
+    Arrow buffer for a huge read); also a MemoryError, as Python's own
+    allocation failures are."""
+    default_errno = _errno.ENOMEM
 
 
 class ForkError(ColioError, RuntimeError):
@@ -147,17 +167,31 @@ _BY_ERRNO = {
 }
 
 
+def python_message(message: str) -> str:
+    """The library's message as a Python user should read it: "colio_read:
+    read at ..." names a C function they never called, so the entry
+    point's name becomes "colio:"."""
+    if message.startswith("colio_"):
+        name, sep, rest = message.partition(": ")
+        if sep and name.isidentifier():
+            return "colio: " + rest
+    return message
+
+
 def make_error(code: int, message: str | bytes | None, errnum: int = 0) -> ColioError:
     """The exception for a C status code."""
     if isinstance(message, bytes):
         message = message.decode("utf-8", "replace")
-    if not message:
-        message = f"colio: error {code}"
+    message = python_message(message) if message else f"colio: error {code}"
     cls = _BY_CODE.get(code, InternalError)
     if cls is None:
         cls = _cancelled_class()
     if code in (_lib.EIO, _lib.ECALLBACK) and errnum in _BY_ERRNO:
         cls = _BY_ERRNO[errnum]
+    elif code == _lib.ENOSPC and errnum == _errno.ENOMEM:
+        cls = ColioMemoryError
+    elif errnum == _errno.EISDIR:  # the library calls a directory an invalid argument
+        cls = ColioIsADirectoryError
     return cls(message, code=code, errno=errnum)
 
 
@@ -166,6 +200,7 @@ def last_error(code: int) -> ColioError:
     L = _lib.L
     if code == _lib.EFORK:  # the library's message, plus what to do from Python
         msg = (L.colio_last_error() or b"colio: called after fork()").decode("utf-8", "replace")
+        msg = python_message(msg)
         return make_error(code, f"{msg.rstrip('.')}. {FORK_HINT}", L.colio_last_errno())
     return make_error(code, L.colio_last_error(), L.colio_last_errno())
 

@@ -32,7 +32,8 @@ from __future__ import annotations
 import ctypes
 
 from ._buffers import index, view_of
-from ._errors import ColioIOError, InvalidArgumentError
+from ._errors import ColioError, ColioIOError, InvalidArgumentError
+from ._open_errors import no_nul, open_error
 from ._source import Source, callback_source
 
 DEFAULT_MAX_IN_FLIGHT = 256
@@ -61,6 +62,8 @@ def from_fsspec(fs, path: str, *, via: str = "auto", max_in_flight: int = DEFAUL
     """
     if not hasattr(fs, "cat_file"):
         raise TypeError(f"colio.from_fsspec: {type(fs).__name__} is not an fsspec file system")
+    if isinstance(path, str):
+        no_nul(path)
     is_async = bool(getattr(fs, "async_impl", False))
     if via == "auto":
         via = "loop" if is_async else "workers"
@@ -73,7 +76,13 @@ def from_fsspec(fs, path: str, *, via: str = "auto", max_in_flight: int = DEFAUL
     if max_in_flight < 1:
         raise InvalidArgumentError("colio.from_fsspec: max_in_flight must be at least 1")
     if size is None:
-        size = fs.size(path)
+        try:  # the first request: the back end's errors become colio's (see _open_errors)
+            size = fs.size(path)
+        except (ColioError, TypeError):
+            raise
+        except Exception as e:  # noqa: BLE001 - translated, not swallowed
+            proto = fs.protocol[0] if isinstance(fs.protocol, (tuple, list)) else fs.protocol
+            raise open_error(e, path if "://" in str(path) else f"{proto}://{path}") from e
         if size is None:
             raise ColioIOError(f"colio: {path}: the file system does not report its size; pass size=")
     size = index(size, "size")

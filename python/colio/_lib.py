@@ -476,7 +476,10 @@ def _apply_environment(lib: Library) -> None:
                 err = last_error(rc)
             finally:
                 L = was
-            raise InvalidArgumentError(f"colio: invalid {var}={text!r}: {err}") from None
+            msg = str(err)  # the library's message names the variable when it read it itself
+            raise InvalidArgumentError(
+                msg if var in msg else f"colio: invalid {var}={text!r}: {msg.removeprefix('colio: ')}"
+            ) from None
 
 
 def _at_exit():

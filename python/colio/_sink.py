@@ -8,6 +8,7 @@ from ctypes import byref, c_int64, c_void_p
 from . import _lib, _future
 from ._buffers import index, readable, writable
 from ._errors import InvalidArgumentError, last_error
+from ._open_errors import no_nul
 from ._handle import Handle, device_module, lib
 
 _MODES = {
@@ -112,6 +113,7 @@ class Sink(Handle):
 
 
 def _open_file(path: str, flags: int, mode_for_pickle: str) -> Sink:
+    no_nul(path)
     L = lib()
     h = c_void_p()
     rc = L.colio_sink_open_file(os.fsencode(path), flags, byref(h))

@@ -11,14 +11,20 @@ from ctypes import byref, c_int64, c_void_p
 
 from . import _lib
 from ._buffers import EMPTY_ADDR as _EMPTY_ADDR
-from ._buffers import index, new_bytes, readable, view_of, writable
-from ._errors import InvalidArgumentError, last_error
+from ._buffers import INT64_MAX, index, new_bytes, readable, view_of, writable
+from ._errors import ColioError, InvalidArgumentError, last_error
+from ._open_errors import no_nul, open_error
 from ._handle import Handle, device_module, lib
 
 # Sources whose small reads the library runs inline (see _lib.inline_read_max).
 _INLINE_KINDS = frozenset(("file", "memory"))
 # Codes that colio_read_async reports at once rather than through the future.
 _RAISE_NOW = frozenset((_lib.EINVAL, _lib.ECLOSED, _lib.EFORK))
+
+# Reads larger than this are clamped to the source's size before their
+# result is allocated, so read(0, 1 << 62) on a small file returns the file
+# instead of raising MemoryError. Smaller ones skip the size query.
+_CLAMP_FROM = 1 << 16
 
 # Per-thread scratch for synchronous calls (see Source.read_into).
 _tls = threading.local()
@@ -104,7 +110,7 @@ class Source(Handle):
         if hasattr(type(buf), "__cuda_array_interface__") and device_module().is_device(buf):
             return device_module().read_async(self, buf, offset, size).result()
         pin, addr, n = _destination(buf, size)
-        if type(offset) is not int or offset < 0:  # the common case skips the call
+        if type(offset) is not int or not 0 <= offset <= INT64_MAX:  # the common case skips the call
             offset = index(offset, "offset")
         if self._loop is not None:
             return self._loop.read_into(self, pin, addr, n, offset)
@@ -174,6 +180,8 @@ class Source(Handle):
             n = max(self.size - offset, 0)
         else:
             n = index(size, "size")
+            if n > _CLAMP_FROM:  # allocate what exists, not what was asked
+                n = min(n, max(self.size - offset, 0))
         if self._loop is not None:
             return self._loop.read_bytes(self, offset, n)
         L = _lib.L or _lib.load()
@@ -199,6 +207,9 @@ class Source(Handle):
             except (TypeError, ValueError):
                 raise TypeError(f"colio: range {i} must be an (offset, size) pair, not {r!r}") from None
             out.append((index(off, f"range {i} offset"), index(size, f"range {i} size")))
+        if any(s > _CLAMP_FROM for _, s in out):  # allocate what exists, not what was asked
+            end = self.size
+            out = [(o, min(s, max(end - o, 0))) for o, s in out]
         return out
 
     def read_ranges_async(self, ranges) -> "list[_future.Future]":
@@ -330,6 +341,7 @@ def _result_of(b, size):
 # ---- constructors -------------------------------------------------------------
 
 def _open_file(path: str) -> Source:
+    no_nul(path)
     L = lib()
     h = c_void_p()
     rc = L.colio_source_open_file(os.fsencode(path), byref(h))
@@ -349,14 +361,23 @@ def source(path_or_url, **storage_options) -> Source:
                         "colio.from_callable or colio.from_fsspec for "
                         f"{type(path_or_url).__name__}")
     path = os.fsdecode(path_or_url)
+    no_nul(path)
     if "://" in path or "::" in path:
         scheme = path.split("://", 1)[0] if "://" in path else ""
         if scheme in ("file", "local") and not storage_options and "::" not in path:
             return _open_file(path.split("://", 1)[1])
-        import fsspec.core
-        fs, p = fsspec.core.url_to_fs(path, **storage_options)
-        from . import _fsspec
-        return _fsspec.from_fsspec(fs, p)
+        # fsspec and its back ends raise their own errors (botocore's,
+        # aiohttp's, a bare ValueError); users catch colio's and the
+        # built-in ones, so they are translated, the original chained.
+        try:
+            import fsspec.core
+            fs, p = fsspec.core.url_to_fs(path, **storage_options)
+            from . import _fsspec
+            return _fsspec.from_fsspec(fs, p)
+        except (ColioError, TypeError):
+            raise  # ours already, or a bad argument (as for open())
+        except Exception as e:  # noqa: BLE001 - translated, not swallowed
+            raise open_error(e, path) from e
     if storage_options:
         raise TypeError("colio.source(): storage options apply to URLs only, not to the "
                         f"local path {path!r}")

@@ -109,7 +109,7 @@ def test_config_roundtrip_and_bad_values():
             colio.set_config(threads=0)
         with pytest.raises(ValueError):
             colio.set_config(task_size=-1)
-        with pytest.raises(TypeError):
+        with pytest.raises(ValueError):  # issue 13.7: the docs promise ValueError
             colio.set_config(threads="8")
     finally:
         colio.set_config(**cfg)

@@ -133,7 +133,10 @@ int colio_stats(colio_counters *out);
 
 /* ---- Sources ---------------------------------------------------------- */
 
-/* Opens a local file for reading. *out receives the handle. */
+/* Opens a local file for reading. *out receives the handle. path is a C
+ * string: it ends at its first NUL byte, so a name with an embedded NUL
+ * cannot be passed (bindings must refuse one, as Python's open() does,
+ * rather than open the shorter name). */
 int colio_source_open_file(const char *path, colio_source **out);
 
 /* A source over size bytes at data. Not copied: data must stay valid and
@@ -335,7 +338,8 @@ int colio_arrow_array_ref(const struct ArrowArray *array, struct ArrowArray *out
                                  (otherwise at 0); the file is never opened
                                  with O_APPEND */
 
-/* Opens a local file for writing (mode 0644 when created). */
+/* Opens a local file for writing (mode 0644 when created). path is a C
+ * string, as for colio_source_open_file: it ends at its first NUL. */
 int colio_sink_open_file(const char *path, int flags, colio_sink **out);
 
 /* A sink that writes into capacity bytes at buf, never past them (a write

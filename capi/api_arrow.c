@@ -1,8 +1,8 @@
 /*
  * api_arrow.c: the Arrow C Data Interface entry points.
  *
- * Go (arrow.go) reads into buffers from arrow-go's mallocator (C memory)
- * and exports them with arrow-go's cdata package, whose release callback
+ * Go (arrow.go) reads into C buffers (cmem.go: posix_memalign, freed with
+ * free) and exports them with arrow-go's cdata package, whose release callback
  * is a Go function. Here, after a successful export, that struct is kept
  * in a C "guard" with a reference count, and the caller's struct becomes a
  * reference to it: same length, offset and buffers (the same pointers),
@@ -66,7 +66,8 @@ static int guard_export(const char *name, const char *format, struct ArrowArray 
   if (g == NULL) {
     out->release(out);
     memset(out, 0, sizeof *out);
-    return colioi_fail(COLIO_EINTERNAL, "%s: out of memory", name);
+    return colioi_fail(COLIO_ENOSPC, "%s: out of memory (%zu bytes for the array's guard)", name,
+                       sizeof *g);
   }
   g->refs = 1;
   g->base = *out;

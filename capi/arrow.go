@@ -14,49 +14,26 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/cdata"
 	"github.com/apache/arrow/go/v17/arrow/memory"
-	"github.com/apache/arrow/go/v17/arrow/memory/mallocator"
 
 	"github.com/colio-dev/colio/internal/engine"
-	"github.com/colio-dev/colio/internal/errs"
 )
 
 // Arrow export (colio_read_ranges_arrow, colio_read_arrow_buffer).
 //
-// The buffers Arrow sees come from arrow-go's mallocator: C memory
-// (calloc), never Go memory, which cgo forbids C to keep (arrow-go issue
-// 70). The engine reads straight into them (a Go slice over C memory, as
-// for any caller buffer), and cdata.ExportArrowArray hands their addresses
-// to C without copying: the exported struct's buffers point at those very
-// bytes. cdata keeps the array alive through a cgo.Handle until its release
-// callback, which drops the last reference, and the mallocator frees the
-// memory with C's free. The C side (api_arrow.c) wraps that callback in a
-// reference count and a fork guard.
-var arrowAlloc = mallocator.NewMallocator()
+// The buffers Arrow sees are C memory from newCBuffer (cmem.go), never Go
+// memory, which cgo forbids C to keep (arrow-go issue 70); a failed
+// allocation is COLIO_ENOSPC. The engine reads straight into them (a Go
+// slice over C memory, as for any caller buffer), and
+// cdata.ExportArrowArray hands their addresses to C without copying: the
+// exported struct's buffers point at those very bytes. cdata keeps the
+// array alive through a cgo.Handle until its release callback, which drops
+// the last reference and frees the memory with C's free. The C side
+// (api_arrow.c) wraps that callback in a reference count and a fork guard.
 
 // arrowRange is one range to read into the export's data buffer: want
 // bytes (already clamped to the source's size) at off, placed at pos.
 type arrowRange struct {
 	off, want, pos int64
-}
-
-// newCBuffer allocates n bytes of C memory as an arrow buffer. The
-// mallocator panics when calloc and malloc both fail; that becomes an
-// error here instead of a COLIO_EINTERNAL "bug".
-func newCBuffer(n int64) (b *memory.Buffer, err error) {
-	if n > math.MaxInt-64 {
-		return nil, errs.New(errs.NoSpace, "colio: cannot allocate %d bytes for the Arrow buffer", n)
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			if b != nil {
-				b.Release()
-			}
-			b, err = nil, errs.New(errs.NoSpace, "colio: cannot allocate %d bytes for the Arrow buffer: %v", n, r)
-		}
-	}()
-	b = memory.NewResizableBuffer(arrowAlloc)
-	b.Resize(int(n))
-	return b, nil
 }
 
 // readArrow reads rs into one new C buffer of total bytes, eagerly and in

@@ -97,7 +97,8 @@ const char *colio_last_error(void);
 int colio_last_errno(void);
 
 /* Settings, by name. Keys: "threads" (I/O operations in flight per pool
- * level, COLIO_NTHREADS, default 8), "task_size" (bytes per task,
+ * level, COLIO_NTHREADS, default 8, at most 4096; see the OS-thread bound
+ * below), "task_size" (bytes per task,
  * COLIO_TASK_SIZE, default 4 MiB), "small_read_threshold" and
  * "small_write_threshold" (requests at or under these run inline on the
  * caller, for fast sources and sinks only; 0 turns inlining off),
@@ -106,6 +107,20 @@ int colio_last_errno(void);
  * naming it. Unknown keys and out-of-range values give COLIO_EINVAL. */
 int colio_config_set_int(const char *key, int64_t value);
 int colio_config_get_int(const char *key, int64_t *out);
+
+/* The OS-thread bound: threads x nesting levels <= COLIO_MAX_BLOCKED_THREADS.
+ * Every pool level runs up to "threads" operations, and each one that
+ * blocks (a callback waiting on a nested colio call) holds an OS thread;
+ * the Go runtime aborts the process when it runs out of threads. So with
+ * threads = T, calls may nest min(64, 16384 / T) levels (level 0 is a call
+ * from the program's own thread; a callback's calls are one level deeper):
+ * 64 levels up to T = 256, 4 at T = 4096. A call that would nest deeper
+ * fails with COLIO_EINVAL (inside a callback: the callback sees that code
+ * and decides), and colio_config_set_int("threads", T) is refused with
+ * COLIO_EINVAL while calls nested deeper than T allows are in flight.
+ * colio raises Go's thread limit to fit; the OS limits (ulimit -u,
+ * kernel.threads-max) must allow about 16384 + T threads as well. */
+#define COLIO_MAX_BLOCKED_THREADS 16384
 
 /* Engine counters. Set struct_size = sizeof(colio_counters) before the call;
  * the library fills the fields it knows up to that size, so a program
@@ -296,9 +311,11 @@ struct ArrowArrayStream {
  * out->release(out) once (and out_schema's) when done, from any thread;
  * release sets release to NULL, as the specification says. The structs
  * may be moved (copied bitwise) before release. The buffers come from C's
- * allocator (arrow-go's mallocator: calloc), never Go's, and are freed by
+ * allocator (posix_memalign, 64-byte aligned), never Go's, and are freed by
  * the release callback. On failure, out->release and out_schema->release
- * are NULL and nothing needs releasing. out_schema may be NULL.
+ * are NULL and nothing needs releasing. out_schema may be NULL. If the
+ * memory cannot be allocated (a huge read), the call fails with
+ * COLIO_ENOSPC, colio_last_errno() ENOMEM and the size in the message.
  *
  * After fork(), release callbacks called in the child return without
  * freeing (the child cannot enter colio): the child leaks that memory

@@ -9,6 +9,7 @@ package engine
 
 import (
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -35,6 +36,7 @@ func New(cfg config.Config) *Engine {
 	e := &Engine{pool: pool.New(cfg.Threads), notifier: notify.New()}
 	e.cfg.Store(&cfg)
 	ensureProcs(cfg.Threads)
+	ensureThreads()
 	return e
 }
 
@@ -80,11 +82,16 @@ func (e *Engine) Set(key config.Key, v int64) error {
 	if err := c.Set(key, v); err != nil {
 		return err
 	}
-	e.cfg.Store(&c)
 	if key == config.KeyThreads {
 		ensureProcs(c.Threads)
-		e.pool.SetLimit(c.Threads)
+		ensureThreads()
+		// Refused when nested calls in use now are deeper than the
+		// OS-thread bound allows at the new count (pool/bound.go).
+		if err := e.pool.SetLimit(c.Threads); err != nil {
+			return &config.Error{Key: key, Value: strconv.FormatInt(v, 10), Reason: err.Error()}
+		}
 	}
+	e.cfg.Store(&c)
 	return nil
 }
 

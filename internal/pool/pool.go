@@ -9,7 +9,8 @@
 // and any nesting depth, the innermost level always has a free slot, so
 // every wait eventually returns. The bound on I/O in flight therefore
 // applies per level: limit x (levels in use), and plain unnested use has
-// exactly one level.
+// exactly one level. The levels allowed shrink as the limit grows, so that
+// limit x levels stays within the OS threads colio may block (bound.go).
 //
 // The level travels in the context passed to each task. Code that runs
 // inside a task (a user callback, a nested reader) must pass that context
@@ -63,8 +64,9 @@ const MaxLevels = 64
 type Pool struct {
 	limit atomic.Int64
 
-	mu     sync.Mutex // guards levels
+	mu     sync.Mutex // guards levels and span; taken before any level's mu
 	levels []*level
+	span   int // see bound.go
 }
 
 type level struct {
@@ -81,7 +83,7 @@ func New(limit int) *Pool {
 	if limit < 1 {
 		limit = 1
 	}
-	p := &Pool{}
+	p := &Pool{span: limit}
 	p.limit.Store(int64(limit))
 	return p
 }
@@ -91,12 +93,21 @@ func (p *Pool) Limit() int { return int(p.limit.Load()) }
 
 // SetLimit changes the per-level bound. Raising it starts workers for
 // queued tasks at once; lowering it retires workers as they finish tasks.
-func (p *Pool) SetLimit(limit int) {
+// A limit that the OS-thread bound does not allow with the levels in use
+// now is refused (bound.go), and nothing changes.
+func (p *Pool) SetLimit(limit int) error {
 	if limit < 1 {
 		limit = 1
 	}
-	p.limit.Store(int64(limit))
 	p.mu.Lock()
+	if limit > p.span {
+		if err := p.checkRaiseLocked(limit); err != nil {
+			p.mu.Unlock()
+			return err
+		}
+		p.span = limit
+	}
+	p.limit.Store(int64(limit))
 	lv := append([]*level(nil), p.levels...)
 	p.mu.Unlock()
 	for _, l := range lv {
@@ -111,28 +122,36 @@ func (p *Pool) SetLimit(limit int) {
 			go l.work(t)
 		}
 	}
+	return nil
 }
 
-func (p *Pool) level(n int) (*level, error) {
-	if n < 0 || n >= MaxLevels {
-		return nil, fmt.Errorf("colio: nesting deeper than %d levels (a callback that re-enters colio without end?)", MaxLevels)
+// lockLevel returns level n, locked, after checking the bound. The check
+// and the task's admission (running or queued, under l.mu) happen under
+// p.mu, so SetLimit sees every level in use.
+func (p *Pool) lockLevel(n int) (*level, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("colio: negative pool level %d", n)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if err := p.allowLocked(n); err != nil {
+		return nil, err
+	}
 	for len(p.levels) <= n {
 		i := len(p.levels)
 		p.levels = append(p.levels, &level{pool: p, ctx: WithLevel(context.Background(), i+1)})
 	}
-	return p.levels[n], nil
+	l := p.levels[n]
+	l.mu.Lock()
+	return l, nil
 }
 
 // Submit queues t at the level ctx names. It never blocks on other tasks.
 func (p *Pool) Submit(ctx context.Context, t Task) error {
-	l, err := p.level(LevelOf(ctx))
+	l, err := p.lockLevel(LevelOf(ctx))
 	if err != nil {
 		return err
 	}
-	l.mu.Lock()
 	if l.running < int(p.limit.Load()) {
 		l.running++
 		l.mu.Unlock()

@@ -15,7 +15,7 @@ import os
 from ctypes import byref, c_int64, c_void_p
 
 from . import _lib
-from ._buffers import index, writable
+from ._buffers import index, signed_index, writable
 from ._errors import InvalidArgumentError, last_error
 
 # The BufferedReader's own buffer: large enough that each call into the
@@ -79,8 +79,7 @@ class RawStream(io.RawIOBase):
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         out = c_int64(0)
-        rc = _lib.L.colio_stream_seek(self._hh(), index(offset, "offset") if offset >= 0 else offset,
-                                      whence, byref(out))
+        rc = _lib.L.colio_stream_seek(self._hh(), signed_index(offset, "offset"), whence, byref(out))
         if rc:
             raise last_error(rc)
         return out.value

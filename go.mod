@@ -4,11 +4,13 @@ go 1.26.8
 
 require (
 	github.com/apache/arrow/go/v17 v17.0.0
+	github.com/aws/aws-sdk-go-v2 v1.48.0
 	golang.org/x/sys v0.50.0
 	gorgonia.org/cu v0.9.6
 )
 
 require (
+	github.com/aws/smithy-go v1.28.9 // indirect
 	github.com/goccy/go-json v0.10.3 // indirect
 	github.com/google/flatbuffers v24.3.25+incompatible // indirect
 	github.com/google/uuid v1.6.0 // indirect

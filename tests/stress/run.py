@@ -65,7 +65,7 @@ def main() -> int:
 
     print()
     print(f"make stress (STRESS_SCALE={scale:g}): 16 threads per program; growth measured "
-          "after a warm-up tenth")
+          "after a warm-up quarter")
     print(f"{'':8}{'operations':>12}{'mismatches':>12}{'crashes':>9}{'hangs':>7}"
           f"{'fds start/end':>15}{'threads start/end':>19}{'RSS MiB start/end':>19}{'secs':>7}")
     for r in results:

@@ -10,13 +10,13 @@
  * open/free cycles; read-ahead streams. Every byte is compared with the
  * generator's (fill_pattern) or with pread, never with colio's own output.
  *
- * A warm-up tenth runs first; then descriptors, threads, RSS and malloc'd
+ * A warm-up quarter runs first; then descriptors, threads, RSS and malloc'd
  * bytes are sampled with every worker parked, again after the main run,
  * and growth beyond a tolerance fails. Every wait has a timeout (a hang is
  * counted, never waited out) and a monitor exits the process if no
  * operation completes for HANG_S seconds.
  *
- * Usage: stress [scale]  (or STRESS_SCALE; 1.0 = 1.2 million operations).
+ * Usage: stress [scale]  (or STRESS_SCALE; 1.0 = 1.5 million operations).
  * The last line is machine-readable (STRESS-FIGURES ...) for run.py.
  */
 #include "../c/harness.h"
@@ -673,7 +673,7 @@ static void run_ops(worker *w, int64_t quota) {
 
 static void *worker_main(void *arg) {
   worker *w = (worker *)arg;
-  run_ops(w, w->quota / 10); /* warm-up: pools, arenas and Go's heap reach their size */
+  run_ops(w, w->quota / 4); /* warm-up: pools, arenas and Go's heap reach their size */
   pthread_barrier_wait(&g_barrier);
   pthread_barrier_wait(&g_barrier); /* main samples between these two */
   run_ops(w, w->quota);

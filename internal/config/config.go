@@ -27,6 +27,15 @@ const (
 	DefaultSmallWriteThreshold = 256 << 10
 	DefaultBounceBufferSize    = 2 << 20
 
+	// DefaultCoalesceHole -1 lets each source choose its hole size
+	// (engine/coalesce.go): 0 for local files and memory, derived from
+	// measured latency and throughput for the others.
+	DefaultCoalesceHole = -1
+	// DefaultCoalesceMax is Arrow's ReadRangeCache cap: past it a merged
+	// request gains nothing (the engine splits it at task_size anyway) and
+	// only the bytes of its holes grow.
+	DefaultCoalesceMax = 32 << 20
+
 	// MaxThreads bounds COLIO_NTHREADS so that a stray huge value cannot
 	// start an unbounded number of goroutines doing I/O.
 	MaxThreads = 4096
@@ -39,6 +48,8 @@ type Config struct {
 	SmallReadThreshold  int64
 	SmallWriteThreshold int64
 	BounceBufferSize    int64
+	CoalesceHole        int64 // -1: per source (see DefaultCoalesceHole)
+	CoalesceMax         int64
 }
 
 // Default returns the built-in defaults.
@@ -49,6 +60,8 @@ func Default() Config {
 		SmallReadThreshold:  DefaultSmallReadThreshold,
 		SmallWriteThreshold: DefaultSmallWriteThreshold,
 		BounceBufferSize:    DefaultBounceBufferSize,
+		CoalesceHole:        DefaultCoalesceHole,
+		CoalesceMax:         DefaultCoalesceMax,
 	}
 }
 
@@ -62,6 +75,8 @@ const (
 	KeySmallReadThreshold  Key = "small_read_threshold"
 	KeySmallWriteThreshold Key = "small_write_threshold"
 	KeyBounceBufferSize    Key = "bounce_buffer_size"
+	KeyCoalesceHole        Key = "coalesce_hole"
+	KeyCoalesceMax         Key = "coalesce_max"
 )
 
 // Keys lists every setting, with the environment variable that sets it.
@@ -74,6 +89,8 @@ var Keys = []struct {
 	{KeySmallReadThreshold, "COLIO_SMALL_READ_THRESHOLD"},
 	{KeySmallWriteThreshold, "COLIO_SMALL_WRITE_THRESHOLD"},
 	{KeyBounceBufferSize, "COLIO_BOUNCE_BUFFER_SIZE"},
+	{KeyCoalesceHole, "COLIO_COALESCE_HOLE"},
+	{KeyCoalesceMax, "COLIO_COALESCE_MAX"},
 }
 
 // Error describes a rejected setting.
@@ -104,6 +121,10 @@ func (c Config) Get(key Key) (int64, error) {
 		return c.SmallWriteThreshold, nil
 	case KeyBounceBufferSize:
 		return c.BounceBufferSize, nil
+	case KeyCoalesceHole:
+		return c.CoalesceHole, nil
+	case KeyCoalesceMax:
+		return c.CoalesceMax, nil
 	}
 	return 0, unknownKey(key)
 }
@@ -147,6 +168,16 @@ func (c *Config) Set(key Key, v int64) error {
 			return bad("must be at least 4096 bytes")
 		}
 		c.BounceBufferSize = v
+	case KeyCoalesceHole:
+		if v < -1 {
+			return bad("must be -1 (each source chooses), 0 (merge only overlapping and adjacent ranges) or a size in bytes")
+		}
+		c.CoalesceHole = v
+	case KeyCoalesceMax:
+		if v < 1 {
+			return bad("must be at least 1 byte")
+		}
+		c.CoalesceMax = v
 	default:
 		return unknownKey(key)
 	}

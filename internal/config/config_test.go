@@ -13,11 +13,13 @@ func TestFromEnv(t *testing.T) {
 	c, err := FromEnv(env(map[string]string{
 		"COLIO_NTHREADS": "3", "COLIO_TASK_SIZE": "1MiB", "COLIO_SMALL_READ_THRESHOLD": "0",
 		"COLIO_SMALL_WRITE_THRESHOLD": " 8k ", "COLIO_BOUNCE_BUFFER_SIZE": "4m",
+		"COLIO_COALESCE_HOLE": "64k", "COLIO_COALESCE_MAX": "8M",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Config{Threads: 3, TaskSize: 1 << 20, SmallReadThreshold: 0, SmallWriteThreshold: 8 << 10, BounceBufferSize: 4 << 20}
+	want := Config{Threads: 3, TaskSize: 1 << 20, SmallReadThreshold: 0, SmallWriteThreshold: 8 << 10, BounceBufferSize: 4 << 20,
+		CoalesceHole: 64 << 10, CoalesceMax: 8 << 20}
 	if c != want {
 		t.Fatalf("got %+v", c)
 	}
@@ -35,6 +37,8 @@ func TestFromEnvErrors(t *testing.T) {
 		{"COLIO_TASK_SIZE", "", "empty"},
 		{"COLIO_SMALL_READ_THRESHOLD", "-1", "negative"},
 		{"COLIO_TASK_SIZE", "99999999999G", "out of range"},
+		{"COLIO_COALESCE_HOLE", "-2", "-1 (each source chooses)"},
+		{"COLIO_COALESCE_MAX", "0", "at least 1"},
 	} {
 		_, err := FromEnv(env(map[string]string{tc.k: tc.v}))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.k) {

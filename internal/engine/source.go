@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"sync/atomic"
+
 	"github.com/colio-dev/colio/internal/source"
 )
 
@@ -15,6 +17,9 @@ type Source struct {
 	traits source.Traits
 	users  users
 	serial *serial
+
+	meter    meter                            // latency seen, for the coalescing hole
+	coalesce atomic.Pointer[coalesceSettings] // per-source override (SetCoalesce)
 }
 
 // NewSource wraps s. The engine owns it from now on and closes it.

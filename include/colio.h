@@ -102,7 +102,8 @@ int colio_last_errno(void);
  * COLIO_TASK_SIZE, default 4 MiB), "small_read_threshold" and
  * "small_write_threshold" (requests at or under these run inline on the
  * caller, for fast sources and sinks only; 0 turns inlining off),
- * "bounce_buffer_size". Environment variables are read at the first call;
+ * "bounce_buffer_size", "coalesce_hole" and "coalesce_max" (see
+ * colio_source_set_coalesce). Environment variables are read at the first call;
  * an invalid one makes every call fail with COLIO_EINVAL and a message
  * naming it. Unknown keys and out-of-range values give COLIO_EINVAL. */
 int colio_config_set_int(const char *key, int64_t value);
@@ -221,6 +222,33 @@ typedef struct colio_range {
  * made, and the call fails. */
 int colio_readv_async(colio_source *src, const colio_range *ranges, int64_t n,
                       colio_future **futures_out);
+
+/* colio_readv_async with flags. COLIO_READV_COALESCE plans the ranges
+ * first (issue 16): sorted, contained, overlapping and adjacent ranges
+ * merged, and ranges apart by at most the source's hole size merged up to
+ * its cap, so a source with latency gets fewer, larger requests. Each
+ * range still gets its own future, with the same result, errors and
+ * checks as colio_readv_async; ranges may overlap (a range's buffer must
+ * not overlap another's). Merged requests are read into the callers'
+ * buffers; the bytes between ranges are read and dropped. A range that
+ * shares a request with others completes when that request's parts that
+ * hold its bytes are done. flags 0 is colio_readv_async; unknown flags
+ * are COLIO_EINVAL. */
+#define COLIO_READV_COALESCE 1u
+int colio_readv_async_ex(colio_source *src, const colio_range *ranges, int64_t n,
+                         uint32_t flags, colio_future **futures_out);
+
+/* Coalescing settings of one source: hole is the largest gap between two
+ * ranges that is read through rather than split into two requests, max
+ * the largest request a merge may make (a single range may be larger).
+ * -1 for either returns it to the engine's setting ("coalesce_hole",
+ * COLIO_COALESCE_HOLE: -1 by default, which derives the hole per source:
+ * 0 for local files and memory, latency x throughput / threads as
+ * measured for sources with latency, 1 MiB before any measurement;
+ * "coalesce_max", COLIO_COALESCE_MAX: 32 MiB). get gives the values the
+ * next coalesced read would use; either pointer may be NULL. */
+int colio_source_set_coalesce(colio_source *src, int64_t hole, int64_t max);
+int colio_source_get_coalesce(colio_source *src, int64_t *hole, int64_t *max);
 
 /* ---- Arrow C Data Interface ------------------------------------------- */
 

@@ -197,6 +197,9 @@ FUNCTIONS = {
     "colio_read": (c_int, [handle_p, c_void_p, c_int64, c_int64, _p_i64]),
     "colio_read_async": (c_int, [handle_p, c_void_p, c_int64, c_int64, _p_handle]),
     "colio_readv_async": (c_int, [handle_p, POINTER(Range), c_int64, _p_handle]),
+    "colio_readv_async_ex": (c_int, [handle_p, POINTER(Range), c_int64, c_uint32, _p_handle]),
+    "colio_source_set_coalesce": (c_int, [handle_p, c_int64, c_int64]),
+    "colio_source_get_coalesce": (c_int, [handle_p, _p_i64, _p_i64]),
     # Arrow C Data Interface
     "colio_read_ranges_arrow": (c_int, [handle_p, POINTER(Range), c_int64, POINTER(ArrowArray),
                                         POINTER(ArrowSchema)]),

@@ -25,6 +25,7 @@ _RAISE_NOW = frozenset((_lib.EINVAL, _lib.ECLOSED, _lib.EFORK))
 # result is allocated, so read(0, 1 << 62) on a small file returns the file
 # instead of raising MemoryError. Smaller ones skip the size query.
 _CLAMP_FROM = 1 << 16
+_COALESCE = 1  # COLIO_READV_COALESCE
 
 # Per-thread scratch for synchronous calls (see Source.read_into).
 _tls = threading.local()
@@ -250,7 +251,11 @@ class Source(Handle):
             r = arr[i]
             r.offset, r.size, r.buf = off, size, addr
         hs = (c_void_p * n)()
-        rc = L.colio_readv_async(self._h(), arr, n, hs)
+        # Coalesced (issue 16) where the engine may read a span into a
+        # scratch buffer: not for Python callbacks, whose errors and
+        # zero-copy captures are keyed by the caller's buffer address.
+        flags = 0 if self._keep_errors or self._captures is not None else _COALESCE
+        rc = L.colio_readv_async_ex(self._h(), arr, n, flags, hs)
         if rc:
             raise last_error(rc)
         futs = []
@@ -262,6 +267,33 @@ class Source(Handle):
             f._pin, f._addr, f._size, f._wrap, f._owner = pin, addr, size, wrap, owner
             futs.append(track(L, f, hs[i]))
         return futs
+
+    def set_coalesce(self, hole: int | None = None, max_size: int | None = None) -> None:
+        """Fixes how read_ranges merges this source's ranges: gaps of at most
+        ``hole`` bytes are read through (and dropped) instead of making
+        another request, up to requests of ``max_size`` bytes. None returns
+        either to the engine's setting (``coalesce_hole``, -1 by default:
+        0 for local files and memory, derived from the latency measured
+        for remote sources; ``coalesce_max``, 32 MiB)."""
+        h = -1 if hole is None else index(hole, "hole")
+        m = -1 if max_size is None else index(max_size, "max_size")
+        if h < 0 and hole is not None or m < 1 and max_size is not None:
+            raise InvalidArgumentError(
+                "colio: set_coalesce: hole must be >= 0 and max_size >= 1 (None: the engine's setting)")
+        L = _lib.L or _lib.load()
+        rc = L.colio_source_set_coalesce(self._h(), h, m)
+        if rc:
+            raise last_error(rc)
+
+    @property
+    def coalescing(self) -> "tuple[int, int]":
+        """(hole, max_size) that the next read_ranges of this source uses."""
+        L = _lib.L or _lib.load()
+        h, m = c_int64(0), c_int64(0)
+        rc = L.colio_source_get_coalesce(self._h(), byref(h), byref(m))
+        if rc:
+            raise last_error(rc)
+        return h.value, m.value
 
     def stream(self, offset: int = 0, buffer_size: int | None = None, depth: int | None = None):
         """A buffered binary file object (``io.BufferedReader``) that reads

@@ -34,6 +34,17 @@ class SourceCache:
         self._lock = threading.Lock()
         self._entries: "OrderedDict[str, _Entry]" = OrderedDict()
 
+    def acquire_cached(self, path: str, token):
+        """A leased entry for path if one is open already, else None (never
+        opens: for callers on an event loop, which must not block)."""
+        with self._lock:
+            e = self._entries.get(path)
+            if e is not None and e.token == token:
+                e.users += 1
+                self._entries.move_to_end(path)
+                return e
+        return None
+
     def acquire(self, path: str, token) -> _Entry:
         """A leased entry for path; release it with release()."""
         with self._lock:

@@ -1,0 +1,125 @@
+"""A zarr v3 store whose reads are colio fan-outs: ``colio.zarr.Store``.
+
+    import zarr, colio.zarr
+    store = colio.zarr.Store("colio::https://host/data.zarr")   # or any fsspec URL
+    a = zarr.open_array(store, mode="r")[:]
+
+zarr's own ``FsspecStore`` over a ``colio::`` URL works too, but zarr
+needs an async file system, so it wraps colio's (synchronous) one in
+fsspec's ``AsyncFileSystemWrapper``, which runs every chunk read on a
+thread of asyncio's default executor (min(32, cores + 4) threads): the
+fan-out is capped by that pool, not by colio. This store is that
+FsspecStore with its reads replaced: ``get`` submits the read to colio
+from the event loop and awaits the colio future (no thread per chunk), and
+``get_partial_values`` is one colio fan-out over every key and range.
+Listing, metadata, writes and deletes stay FsspecStore's, through the
+target file system. tests/python/test_zarr.py and bench/fsspec_fs.py
+compare them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
+from zarr.storage import FsspecStore
+from zarr.storage._fsspec import _dereference_path
+
+from .fsspec import ColioFileSystem, _as_bytes, _range
+
+__all__ = ["Store"]
+
+
+def _start_end(byte_range):
+    if byte_range is None:
+        return None, None
+    if isinstance(byte_range, RangeByteRequest):
+        return byte_range.start, byte_range.end
+    if isinstance(byte_range, OffsetByteRequest):
+        return byte_range.offset, None
+    if isinstance(byte_range, SuffixByteRequest):
+        return -byte_range.suffix, None
+    raise ValueError(f"colio.zarr: unexpected byte_range {byte_range!r}")
+
+
+class Store(FsspecStore):
+    """A zarr store over a URL (``colio::`` or not: the prefix is added) or
+    a ColioFileSystem, reading through colio."""
+
+    def __init__(self, url_or_fs, read_only: bool = False, path: str = "",
+                 storage_options: dict | None = None, **kwargs):
+        from fsspec.implementations.asyn_wrapper import AsyncFileSystemWrapper
+        if isinstance(url_or_fs, ColioFileSystem):
+            cfs = url_or_fs
+        else:
+            import fsspec.core
+            url = str(url_or_fs)
+            if not url.startswith("colio::"):
+                url = "colio::" + url
+            cfs, path = fsspec.core.url_to_fs(url, **(storage_options or {}))
+        self.colio_fs = cfs
+        super().__init__(AsyncFileSystemWrapper(cfs, asynchronous=True), read_only=read_only,
+                         path=cfs._path(path).rstrip("/"), **kwargs)
+
+    def with_read_only(self, read_only: bool = False) -> "Store":
+        return type(self)(self.colio_fs, read_only=read_only, path=self.path)
+
+    async def _lease(self, path: str):
+        cfs = self.colio_fs
+        e = cfs._sources.acquire_cached(path, cfs._token(path))
+        if e is None:  # an open may wait on the network: not on the loop
+            e = await asyncio.to_thread(cfs._lease, path)
+        return e
+
+    async def _read(self, paths_ranges):
+        """bytes or the exception, per (path, byte_range), all submitted
+        before any is awaited."""
+        cfs = self.colio_fs
+        leases, waits = [], []
+        try:
+            for path, br in paths_ranges:
+                try:
+                    e = await self._lease(path)
+                    leases.append(e)
+                    start, end = _start_end(br)
+                    off, n = _range(start, end, e.src)
+                    waits.append(asyncio.wrap_future(e.src.read_ranges_async([(off, n)])[0]))
+                except Exception as exc:  # noqa: BLE001 - per key, as FsspecStore reports
+                    waits.append(exc)
+            out = []
+            for w in waits:
+                if isinstance(w, Exception):
+                    out.append(w)
+                    continue
+                try:
+                    out.append(_as_bytes(await w))
+                except Exception as exc:  # noqa: BLE001
+                    out.append(exc)
+            return out
+        finally:
+            for e in leases:
+                cfs._sources.release(e)
+
+    async def get(self, key, prototype, byte_range=None):
+        if not self._is_open:
+            await self._open()
+        r = (await self._read([(_dereference_path(self.path, key), byte_range)]))[0]
+        if isinstance(r, self.allowed_exceptions):
+            return None
+        if isinstance(r, Exception):
+            raise r
+        return prototype.buffer.from_bytes(r)
+
+    async def get_partial_values(self, prototype, key_ranges):
+        key_ranges = list(key_ranges)
+        if not key_ranges:
+            return []
+        res = await self._read([(_dereference_path(self.path, k), br) for k, br in key_ranges])
+        for r in res:
+            if isinstance(r, Exception) and not isinstance(r, self.allowed_exceptions):
+                raise r
+        return [None if isinstance(r, Exception) else prototype.buffer.from_bytes(r)
+                for r in res]
+
+    def __repr__(self) -> str:
+        return f"<colio.zarr.Store {self.colio_fs.unstrip_protocol(self.path)!r}>"

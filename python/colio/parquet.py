@@ -1,0 +1,328 @@
+"""colio.parquet: Parquet reads that fetch every column chunk a reader needs
+at once, before the reader asks.
+
+    import colio.parquet
+    table = colio.parquet.read_table("https://host/data.parquet", columns=["a", "b"])
+    f = colio.parquet.open("s3://bucket/data.parquet", columns=["a", "b"])
+    pq.read_table(f, columns=["a", "b"])     # or pandas.read_parquet(f, columns=...)
+
+Against storage with latency the number of round trips, not the bytes, sets
+the time of a Parquet read: a reader that asks for one column chunk after
+another pays a round trip each (issue 16). ``open`` makes two: one read of
+the file's tail (64 KiB, or as much as the footer needs), then every byte
+range the selected columns and row groups need, all in one fan-out read
+(``Source.read_ranges``: the engine merges ranges closer than the source's
+hole size and runs the rest in parallel). It returns a seekable binary file
+object over the source: reads of prefetched bytes are served from memory,
+anything else (a column that was not selected) falls through to the source
+as an ordinary read, so a reader is never wrong, only slower.
+
+What is prefetched, per selected row group and leaf column: the column
+chunk from its dictionary page (or first data page) to its end; gaps of up
+to 8 KiB between them (pyarrow's ``pre_buffer`` reads span those); and, when
+any chunk has a column or offset index, the region between the last column
+chunk and the footer, where writers (Arrow, parquet-mr, polars) put the
+page indexes. ``columns`` names top-level columns or dotted paths; a dotted
+path prefetches its whole top-level column (pyarrow's dataset reader reads
+a whole struct to project one field).
+
+The footer is parsed by pyarrow (``pyarrow.parquet.read_metadata`` on the
+tail bytes): pyarrow is imported here only, never by ``import colio``. A
+footer parser in Go (arrow-go's ``parquet/metadata``) would serve C users
+too, at a cost of several MB of library size; the readers colio serves are
+pyarrow-based, so the footer is parsed where they already are.
+
+Sources whose reads run on an fsspec event loop (``via="loop"``: fsspec's
+HTTP and S3 until the native remote sources serve a URL) do not go through
+the engine's planner; for them this module merges the ranges itself with a
+1 MiB hole (``LOOP_HOLE``) before reading. With a native source
+(``colio.source(url)``), the engine does it with the hole it measured.
+"""
+
+from __future__ import annotations
+
+import bisect
+import io
+import os
+
+__all__ = ["open", "read_table", "read_metadata", "column_ranges", "PrefetchedFile"]
+
+TAIL = 64 << 10          # the first tail read: most footers fit
+LOOP_HOLE = 1 << 20      # merge hole for sources that bypass the engine
+LOOP_MAX = 32 << 20      # and the largest merged read for them
+ARROW_HOLE = 8 << 10     # pyarrow's pre_buffer hole (CacheOptions.hole_size_limit)
+
+
+def _open_source(where, storage_options):
+    from . import _source
+    if isinstance(where, _source.Source):
+        if storage_options:
+            raise TypeError("colio.parquet: storage options apply to paths and URLs, "
+                            "not to an open colio.Source")
+        return where, False
+    if isinstance(where, (str, bytes, os.PathLike)):
+        return _source.source(where, **storage_options), True
+    raise TypeError("colio.parquet takes a path, a URL or a colio.Source, not "
+                    f"{type(where).__name__}")
+
+
+def _tail(src, size, name):
+    """(offset, bytes) of the file's tail, at least the whole footer."""
+    n = min(TAIL, size)
+    tail = bytes(src.read(size - n, n))
+    if size < 12 or tail[-4:] != b"PAR1":
+        raise ValueError(f"colio.parquet: {name} is not a Parquet file (no PAR1 at its end)")
+    need = int.from_bytes(tail[-8:-4], "little") + 8
+    if need > size - 4:
+        raise ValueError(f"colio.parquet: {name}: footer of {need} bytes in a file of {size}")
+    if need > n:  # a large footer: one more read, of exactly what is missing
+        tail = bytes(src.read(size - need, need - n)) + tail
+        n = need
+    return size - n, tail
+
+
+def _parse(tail):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    need = int.from_bytes(tail[-8:-4], "little") + 8
+    return pq.read_metadata(pa.BufferReader(tail[-need:]))
+
+
+def read_metadata(where, **storage_options):
+    """The file's ``pyarrow.parquet.FileMetaData``, from one tail read."""
+    src, owned = _open_source(where, storage_options)
+    try:
+        return _parse(_tail(src, src.size, _name(where))[1])
+    finally:
+        if owned:
+            src.close()
+
+
+def _name(where):
+    return repr(os.fsdecode(where)) if isinstance(where, (str, bytes, os.PathLike)) else repr(where)
+
+
+def _selected(path, columns):
+    # By top-level column: pyarrow's dataset reader reads a whole struct
+    # to project one field of it, so "s.x" needs every leaf of "s".
+    top = path.split(".", 1)[0]
+    return columns is None or any(top == c.split(".", 1)[0] for c in columns)
+
+
+def column_ranges(md, columns=None, row_groups=None, size=None):
+    """The (offset, size) byte ranges that reading ``columns`` (None: all) of
+    ``row_groups`` (None: all) needs, from the file metadata ``md``; with
+    ``size`` (the file's) also the page index region when there is one."""
+    if isinstance(columns, str):
+        raise TypeError("colio.parquet: columns must be a list of names, not a string")
+    cols = None if columns is None else [str(c) for c in columns]
+    rgs = range(md.num_row_groups) if row_groups is None else list(row_groups)
+    for r in rgs:
+        if not 0 <= r < md.num_row_groups:
+            raise IndexError(f"colio.parquet: row group {r} out of range (the file has "
+                             f"{md.num_row_groups})")
+    out = []
+    indexed = False
+    for r in rgs:
+        rg = md.row_group(r)
+        for c in range(rg.num_columns):
+            cc = rg.column(c)
+            indexed = indexed or cc.has_column_index or cc.has_offset_index
+            if not _selected(cc.path_in_schema, cols):
+                continue
+            start = cc.data_page_offset
+            d = cc.dictionary_page_offset
+            if cc.has_dictionary_page and d is not None and 0 < d < start:
+                start = d
+            out.append((start, cc.total_compressed_size))
+    if indexed and size is not None:
+        end = 0
+        for r in range(md.num_row_groups):
+            rg = md.row_group(r)
+            for c in range(rg.num_columns):
+                cc = rg.column(c)
+                d = cc.dictionary_page_offset if cc.has_dictionary_page else None
+                s = d if d and 0 < d < cc.data_page_offset else cc.data_page_offset
+                end = max(end, s + cc.total_compressed_size)
+        footer = size - 8 - int(md.serialized_size)
+        if end < footer:
+            out.append((end, footer - end))
+    return out
+
+
+def _merge(ranges, hole, cap):
+    """ranges merged across gaps of at most hole, into reads of at most cap
+    (a single larger range stays whole): internal/plan's rule, for sources
+    whose reads bypass the engine."""
+    out = []
+    for off, n in sorted(r for r in ranges if r[1] > 0):
+        if out:
+            o, m = out[-1]
+            if off < o + m or (off - (o + m) <= hole and off + n - o <= cap):
+                out[-1] = (o, max(o + m, off + n) - o)
+                continue
+        out.append((off, n))
+    return out
+
+
+class PrefetchedFile(io.RawIOBase):
+    """A seekable, read-only binary file over a colio source, whose reads
+    are served from the prefetched blocks where they cover the bytes and
+    fall through to the source where they do not. ``hits`` and ``misses``
+    count the reads served each way (a miss reads only what is missing)."""
+
+    def __init__(self, src, size, blocks, metadata=None, owned=False, name=""):
+        super().__init__()
+        self._src, self._size, self._owned = src, size, owned
+        blocks = sorted((o, memoryview(b)) for o, b in blocks if len(b))
+        self._offs = [o for o, _ in blocks]
+        self._blocks = [b for _, b in blocks]
+        self._pos = 0
+        self.metadata = metadata
+        self.name = name
+        self.hits = self.misses = 0
+        self.prefetched_bytes = sum(len(b) for b in self._blocks)
+
+    def readable(self):
+        return True
+
+    def seekable(self):
+        return True
+
+    def tell(self):
+        return self._pos
+
+    def seek(self, offset, whence=io.SEEK_SET):
+        if whence == io.SEEK_SET:
+            pos = offset
+        elif whence == io.SEEK_CUR:
+            pos = self._pos + offset
+        elif whence == io.SEEK_END:
+            pos = self._size + offset
+        else:
+            raise ValueError(f"invalid whence ({whence}, should be 0, 1 or 2)")
+        if pos < 0:
+            raise OSError(22, f"negative seek position {pos}")
+        self._pos = pos
+        return pos
+
+    def size(self):
+        return self._size
+
+    def readinto(self, b):
+        mv = memoryview(b).cast("B")
+        n = self._fill(mv, self._pos)
+        self._pos += n
+        return n
+
+    def read(self, size=-1):
+        end = self._size if size is None or size < 0 else min(self._size, self._pos + size)
+        out = bytearray(max(0, end - self._pos))
+        n = self.readinto(out)
+        return bytes(out) if n == len(out) else bytes(out[:n])
+
+    def readall(self):
+        return self.read()
+
+    def read_at(self, nbytes, offset):
+        out = bytearray(max(0, min(self._size, offset + nbytes) - offset))
+        n = self._fill(memoryview(out), offset)
+        return bytes(out[:n])
+
+    def _fill(self, mv, pos):
+        """Fills mv from pos (to the end of the file at most) and returns
+        the bytes filled: from the blocks where they hold them, else one
+        source read per gap."""
+        want = max(0, min(len(mv), self._size - pos))
+        done = 0
+        hit = miss = False
+        while done < want:
+            p = pos + done
+            k = bisect.bisect_right(self._offs, p) - 1
+            if k >= 0 and p < self._offs[k] + len(self._blocks[k]):
+                blk = self._blocks[k][p - self._offs[k]:]
+                c = min(len(blk), want - done)
+                mv[done:done + c] = blk[:c]
+                done += c
+                hit = True
+                continue
+            nxt = self._offs[k + 1] if k + 1 < len(self._offs) else self._size
+            c = min(nxt - p, want - done)
+            got = self._src.read_into(mv[done:done + c], p)
+            miss = True
+            done += got
+            if got < c:
+                break
+        self.hits += hit
+        self.misses += miss
+        return done
+
+    def close(self):
+        if not self.closed:
+            self._blocks = []
+            self._offs = []
+            if self._owned:
+                self._src.close()
+        super().close()
+
+
+def open(where, columns=None, row_groups=None, **storage_options) -> PrefetchedFile:
+    """Opens a Parquet file (a local path, a URL, or a colio.Source) and
+    prefetches, in one fan-out read after the footer, the bytes that
+    reading ``columns`` (None: all) of ``row_groups`` (None: all) needs.
+    Returns a seekable binary file object for pyarrow, pandas or any other
+    reader; its ``metadata`` is the parsed footer (pass it on:
+    ``pq.ParquetFile(f, metadata=f.metadata)``). Closing it closes the
+    source if it opened one."""
+    src, owned = _open_source(where, storage_options)
+    try:
+        size = src.size
+        tail_off, tail = _tail(src, size, _name(where))
+        md = _parse(tail)
+        ranges = column_ranges(md, columns, row_groups, size)
+        # What the tail holds is not asked for again. Gaps up to Arrow's
+        # pre_buffer hole are fetched too: pyarrow asks for them (its
+        # reads span them), and a fall-through read would be a round trip.
+        ranges = [(o, min(n, tail_off - o)) for o, n in ranges if o < tail_off]
+        loop = getattr(src, "_loop", None) is not None
+        ranges = _merge(ranges, LOOP_HOLE if loop else ARROW_HOLE, LOOP_MAX if loop else 1 << 62)
+        blocks = list(zip((o for o, _ in ranges), src.read_ranges(ranges))) if ranges else []
+        blocks.append((tail_off, tail))
+        name = os.fsdecode(where) if isinstance(where, (str, bytes, os.PathLike)) else repr(where)
+        return PrefetchedFile(src, size, blocks, md, owned, name)
+    except BaseException:
+        if owned:
+            src.close()
+        raise
+
+
+def read_table(where, columns=None, filters=None, row_groups=None, **storage_options):
+    """``pyarrow.parquet.read_table`` through ``open``: the same table, with
+    the column chunks fetched at once. ``filters`` are pyarrow's (a list of
+    tuples, or an expression); the columns a list names are prefetched
+    too (an expression's: every column). ``row_groups`` reads only those
+    row groups, in that order, as ``ParquetFile.read_row_groups`` does."""
+    import pyarrow.parquet as pq
+    need = columns
+    if filters is not None and columns is not None:
+        named = _filter_columns(filters) if isinstance(filters, list) else None
+        need = None if named is None else list(columns) + [c for c in named if c not in columns]
+    with open(where, need, row_groups, **storage_options) as f:
+        if row_groups is None:
+            return pq.read_table(f, columns=columns, filters=filters)
+        t = pq.ParquetFile(f, metadata=f.metadata).read_row_groups(list(row_groups), columns=need)
+    if filters is None:
+        return t
+    expr = pq.filters_to_expression(filters) if isinstance(filters, list) else filters
+    t = t.filter(expr)
+    return t if columns is None else t.select(list(columns))
+
+
+def _filter_columns(filters):
+    """The column names a list-of-tuples filter refers to."""
+    names = []
+    for f in filters:
+        for term in (f if isinstance(f, list) else [f]):
+            if term[0] not in names:
+                names.append(term[0])
+    return names

@@ -6,22 +6,61 @@ colio's workers. Python adds the standard file object on top, an
 ``io.BufferedReader`` over :class:`RawStream`, so every consumer that takes a
 binary file (pyarrow, pandas, csv via TextIOWrapper, zipfile, pickle) takes
 one from colio.
+
+``colio.open`` aims to behave as ``open(path, "rb")`` does (issue 13;
+tests/python/test_open_conformance.py holds it to that, and
+docs/using-from-python.md lists what still differs):
+
+- A local path is opened with ``io.FileIO`` first, so opening fails
+  exactly where and as ``open()`` fails (as colio errors that are the same
+  built-in exceptions, with ``filename``). What has no offsets, or no size
+  that says how much it holds (a FIFO, a character device, /proc and
+  /sys, an empty file), is then read by that FileIO itself: a stream, as
+  ``open()`` reads it. Regular files and block devices get the read-ahead.
+- The descriptor stays open beside the stream: seeks are checked with
+  ``lseek`` on it (so ``SEEK_DATA``/``SEEK_HOLE`` work and the limits are
+  the file system's, as for ``open()``).
+- The size is the file's at each read: the library looks again at the end
+  (a file that grew is read on) and fails a read of bytes read ahead of a
+  file that has shrunk since, rather than returning them.
 """
 
 from __future__ import annotations
 
+import errno as _errno
 import io
 import os
+import stat as _stat
+import warnings
 from ctypes import byref, c_int64, c_void_p
 
 from . import _lib
 from ._buffers import index, signed_index, writable
-from ._errors import InvalidArgumentError, last_error
+from ._errors import (ColioError, InvalidArgumentError, NotSupportedError, last_error,
+                      make_error)
 
 # The BufferedReader's own buffer: large enough that each call into the
 # library (a few microseconds) moves many bytes, small enough that a reader
 # that seeks around does not copy much it then drops.
 _PY_BUFFER = 256 * 1024
+_INT64_MAX = (1 << 63) - 1
+_SEEK_DATA = getattr(os, "SEEK_DATA", None)
+_SEEK_HOLE = getattr(os, "SEEK_HOLE", None)
+
+
+class InvalidSeekError(ColioError, OSError, ValueError):
+    """A seek to a position that cannot be (negative, or past 64 bits).
+    ``open()`` raises OSError(EINVAL) there, fsspec and io.BytesIO a
+    ValueError: this is both, so either ``except`` keeps working."""
+    default_code = _lib.EINVAL
+    default_errno = _errno.EINVAL
+
+
+InvalidSeekError.__module__ = "colio"
+
+
+def _closed():
+    return ValueError("I/O operation on closed file.")
 
 
 class RawStream(io.RawIOBase):
@@ -36,13 +75,19 @@ class RawStream(io.RawIOBase):
     # (measured over a raw that only forwards to io.FileIO). A plain
     # attribute, set by close(), brings that to 1.1x to 1.5x.
     closed = False
+    _handle = None
+    _fio = None
 
     def __init__(self, src, offset: int = 0, buffer_size: int | None = None,
-                 depth: int | None = None, *, owns_source: bool = False, name: str = ""):
+                 depth: int | None = None, *, owns_source: bool = False, name=None,
+                 fio: io.FileIO | None = None):
         super().__init__()
         self._src = src
         self._owns = owns_source
-        self.name = name or getattr(src, "name", "") or ""
+        # The local file's descriptor, when colio.open opened one (see the
+        # module documentation); closed with the stream.
+        self._fio = fio
+        self.name = name if name is not None else (getattr(src, "name", "") or "")
         L = _lib.L or _lib.load()
         h = c_void_p()
         rc = L.colio_stream_open(src._h(), index(offset, "offset"),
@@ -57,31 +102,109 @@ class RawStream(io.RawIOBase):
     def mode(self) -> str:
         return "rb"
 
+    @property
+    def closefd(self) -> bool:
+        """Whether closing the stream closes what it reads (True for
+        colio.open; False for Source.stream, which leaves the source
+        open), as FileIO's closefd says for its descriptor."""
+        return self._owns
+
     def readable(self) -> bool:
+        if self.closed:
+            raise _closed()
         return True
 
     def seekable(self) -> bool:
+        if self.closed:
+            raise _closed()
         return True
+
+    def writable(self) -> bool:
+        if self.closed:
+            raise _closed()
+        return False
+
+    def write(self, b):
+        raise NotSupportedError("colio: File not open for writing (colio streams only read)")
 
     def _hh(self):
         if self._handle is None:
-            raise ValueError("I/O operation on closed file.")
+            raise _closed()
         return self._handle
 
     def readinto(self, b) -> int:
+        h = self._hh()
         pin, addr, n = writable(b)
         if n == 0:
             return 0
-        rc = _lib.L.colio_stream_read(self._hh(), addr, n, byref(self._n))
+        rc = _lib.L.colio_stream_read(h, addr, n, byref(self._n))
         if rc:
             raise self._src._error(rc, 0, 0)
         return self._n.value
 
+    def read(self, size: int | None = -1):
+        if size is None or size < 0:  # as FileIO.read: None and -1 read all
+            return self.readall()
+        return super().read(size)
+
+    def readall(self) -> bytes:
+        """Reads to the end in large pieces (io.RawIOBase's readall asks
+        for 8 KiB at a time: one library call each)."""
+        out = bytearray()
+        chunk = bytearray(_PY_BUFFER)
+        view = memoryview(chunk)
+        while True:
+            n = self.readinto(view)
+            if not n:
+                return bytes(out)
+            out += view[:n]
+
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        h = self._hh()
+        offset = signed_index(offset, "offset")
+        fio = self._fio
+        if fio is not None:
+            # The file system decides, as for open(): lseek on the
+            # descriptor (whose own position pread never uses) checks the
+            # target and answers SEEK_DATA/SEEK_HOLE; the stream then moves
+            # there. SEEK_CUR is made absolute first: the descriptor does
+            # not follow the stream.
+            if whence == io.SEEK_CUR:
+                offset, whence = self._absolute(self.tell(), offset), io.SEEK_SET
+            target = os.lseek(fio.fileno(), offset, whence)
+            return self._seek(h, target, io.SEEK_SET)
+        if whence == io.SEEK_SET:
+            target = self._absolute(0, offset)
+        elif whence == io.SEEK_CUR:
+            target = self._absolute(self.tell(), offset)
+        elif whence == io.SEEK_END:
+            return self._seek(h, offset, io.SEEK_END)
+        elif whence in (_SEEK_DATA, _SEEK_HOLE):
+            raise NotSupportedError(
+                f"colio: seek whence {whence} (SEEK_DATA/SEEK_HOLE) needs a local file; "
+                f"{self.name or 'this stream'} has no holes to find")
+        else:
+            raise InvalidArgumentError(f"colio: invalid whence ({whence}, should be 0, 1 or 2)")
+        return self._seek(h, target, io.SEEK_SET)
+
+    @staticmethod
+    def _absolute(base: int, offset: int) -> int:
+        target = base + offset
+        if target < 0:
+            raise InvalidSeekError(f"colio: seek to a negative position ({target})")
+        if target > _INT64_MAX:
+            raise InvalidSeekError(f"colio: seek to position {target}, past the largest "
+                                   f"64-bit offset (2**63-1)")
+        return target
+
+    def _seek(self, h, offset: int, whence: int) -> int:
         out = c_int64(0)
-        rc = _lib.L.colio_stream_seek(self._hh(), signed_index(offset, "offset"), whence, byref(out))
+        rc = _lib.L.colio_stream_seek(h, offset, whence, byref(out))
         if rc:
-            raise last_error(rc)
+            err = last_error(rc)
+            if rc == _lib.EINVAL:  # a position the stream cannot take
+                raise InvalidSeekError(err.message) from None
+            raise err
         return out.value
 
     def tell(self) -> int:
@@ -94,18 +217,35 @@ class RawStream(io.RawIOBase):
     def close(self) -> None:
         if self._handle is not None:
             h, self._handle = self._handle, None
-            if _lib.L is not None:
-                _lib.L.colio_stream_free(h)
-            if self._owns:
-                self._src.close()
+            try:
+                if _lib.L is not None:
+                    _lib.L.colio_stream_free(h)
+                if self._owns:
+                    self._src.close()
+            finally:
+                if self._fio is not None:
+                    self._fio.close()
         super().close()
         self.closed = True
+
+    def __repr__(self) -> str:
+        if self.closed:
+            return "<colio.RawStream [closed]>"
+        return f"<colio.RawStream name={self.name!r} mode='rb' closefd={self._owns}>"
+
+    def _dealloc_warn(self, source) -> None:
+        # io.BufferedReader calls this when it is collected unclosed, as
+        # FileIO's: the ResourceWarning names the file object users hold.
+        if self._handle is not None:
+            warnings.warn(f"unclosed file {source!r}", ResourceWarning, stacklevel=2, source=source)
 
     def __reduce__(self):
         raise TypeError("a colio stream cannot be pickled; pickle its source and reopen "
                         "the stream (colio.source(...).stream()) where it is needed")
 
     def __del__(self):
+        if self._handle is not None and self._owns:
+            self._dealloc_warn(self)
         try:
             self.close()
         except Exception:
@@ -113,33 +253,142 @@ class RawStream(io.RawIOBase):
 
 
 def stream(src, offset: int = 0, buffer_size: int | None = None, depth: int | None = None,
-           *, owns_source: bool = False) -> io.BufferedReader:
+           *, owns_source: bool = False, name=None, fio=None) -> io.BufferedReader:
     """A buffered binary file object reading src from offset with read-ahead."""
-    raw = RawStream(src, offset, buffer_size, depth, owns_source=owns_source)
+    raw = RawStream(src, offset, buffer_size, depth, owns_source=owns_source, name=name, fio=fio)
     return io.BufferedReader(raw, buffer_size=_PY_BUFFER)
+
+
+def _os_error(e: OSError, name) -> ColioError:
+    """open()'s OSError as the colio error that is the same built-in
+    exception (FileNotFoundError, PermissionError, IsADirectoryError...),
+    with errno and filename kept."""
+    code = _lib.ENOTFOUND if e.errno == _errno.ENOENT else _lib.EIO
+    err = make_error(code, f"colio.open: {e.strerror or e}: {os.fsdecode(name)!r}", e.errno or 0)
+    err.filename = name
+    return err
+
+
+def _streams_only(st) -> bool:
+    """Whether a file must be read as a stream: no offsets, or no size that
+    says what it holds. An empty regular file is read as one too: its size
+    says nothing about what a reader will find once it is written."""
+    if _stat.S_ISBLK(st.st_mode):
+        return False
+    return not _stat.S_ISREG(st.st_mode) or st.st_size == 0
+
+
+def _plain(fio: io.FileIO) -> io.BufferedReader:
+    """open()'s own file object over fio: its buffer size rule too."""
+    try:
+        bs = os.fstat(fio.fileno()).st_blksize
+    except OSError:
+        bs = 0
+    return io.BufferedReader(fio, buffer_size=bs if bs > 1 else io.DEFAULT_BUFFER_SIZE)
+
+
+def _open_local(name, path: str, buffer_size, depth):
+    try:
+        fio = io.FileIO(name, "r")
+    except OSError as e:
+        raise _os_error(e, name) from None
+    try:
+        if _streams_only(os.fstat(fio.fileno())):
+            return _plain(fio)
+        from ._source import _open_file
+        try:
+            src = _open_file(path)
+        except NotSupportedError as e:  # /sys and kin: regular, but no offsets
+            if e.errno != _errno.ESPIPE:
+                raise
+            return _plain(fio)
+        except ColioError as e:
+            e.filename = name
+            raise
+        try:
+            return stream(src, 0, buffer_size, depth, owns_source=True, name=fio.name, fio=fio)
+        except BaseException:
+            src.close()
+            raise
+    except BaseException:
+        fio.close()
+        raise
+
+
+def _open_url(url: str, size, buffer_size, depth, storage_options):
+    """A URL through fsspec. A size the file system does not know is no
+    error: the object is read as a stream, by fsspec's own file object, as
+    fsspec.open reads it (HTTP servers that send no Content-Length)."""
+    from ._fsspec import from_fsspec
+    try:
+        import fsspec.core
+        fs, p = fsspec.core.url_to_fs(url, **storage_options)
+        if size is None:
+            size = fs.size(p)
+            if size is None:
+                return fs.open(p, "rb")
+        src = from_fsspec(fs, p, size=size)
+    except (ColioError, TypeError):
+        raise
+    except Exception as e:  # noqa: BLE001 - translated, as colio.source does
+        try:
+            from ._open_errors import open_error
+        except ImportError:
+            raise e from None
+        raise open_error(e, url) from e
+    try:
+        return stream(src, 0, buffer_size, depth, owns_source=True, name=url)
+    except BaseException:
+        src.close()
+        raise
+
+
+def _local(path_or_url, storage_options):
+    """The local path to open with FileIO (the caller's own object, so
+    that ``name`` keeps its type, as open()'s does) and its str, or None
+    for a URL."""
+    path = os.fsdecode(path_or_url)
+    if "://" not in path and "::" not in path:
+        if storage_options:
+            raise TypeError("colio.open(): storage options apply to URLs only, not to the "
+                            f"local path {path!r}")
+        return path_or_url, path
+    scheme, _, rest = path.partition("://")
+    if scheme in ("file", "local") and not storage_options and "::" not in path:
+        return rest, rest
+    return None
 
 
 def open(path_or_url, mode: str = "rb", buffer_size: int | None = None,
          depth: int | None = None, *, encoding: str | None = None, errors: str | None = None,
-         newline: str | None = None, **storage_options):
+         newline: str | None = None, size: int | None = None, **storage_options):
     """Opens a local path or fsspec URL for reading with read-ahead, like
     ``open`` and ``fsspec.open``. ``mode`` is "rb" (an ``io.BufferedReader``)
     or "r"/"rt" (an ``io.TextIOWrapper`` over it). ``buffer_size`` and
-    ``depth`` size the read-ahead (defaults: 1 MiB, 4 buffers)."""
+    ``depth`` size the read-ahead (defaults: 1 MiB, 4 buffers). ``size``
+    tells a URL's size where the file system cannot (unknown sizes are read
+    as a stream, as fsspec does). FIFOs, devices, /proc and /sys files and
+    empty files are read as streams, without read-ahead."""
     if mode not in ("rb", "r", "rt"):
         raise InvalidArgumentError(
             f"colio.open: mode {mode!r} is not supported: colio streams read ('rb', 'r' or "
             "'rt'); use colio.sink(path) to write")
     if mode == "rb" and (encoding is not None or errors is not None or newline is not None):
         raise InvalidArgumentError("colio.open: encoding, errors and newline apply to text mode")
-    from ._source import source
-    src = source(path_or_url, **storage_options)
-    try:
-        f = stream(src, 0, buffer_size, depth, owns_source=True)
-    except BaseException:
-        src.close()
-        raise
-    f.raw.name = os.fsdecode(path_or_url) if isinstance(path_or_url, (str, bytes, os.PathLike)) else ""
+    if not isinstance(path_or_url, (str, bytes, os.PathLike)):
+        raise TypeError(f"colio.open() takes a path or URL, not {type(path_or_url).__name__}")
+    local = _local(path_or_url, storage_options)
+    if local is not None:
+        if size is not None:
+            raise TypeError("colio.open(): size= applies to URLs; a local file's size is "
+                            "the file's own")
+        f = _open_local(local[0], local[1], buffer_size, depth)
+    else:
+        if size is not None:
+            size = index(size, "size")
+        f = _open_url(os.fsdecode(path_or_url), size, buffer_size, depth, storage_options)
     if mode == "rb":
         return f
-    return io.TextIOWrapper(f, encoding=encoding, errors=errors, newline=newline)
+    t = io.TextIOWrapper(f, encoding=encoding, errors=errors, newline=newline)
+    t.mode = mode  # as open() sets it
+    return t

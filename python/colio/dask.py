@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["read_bytes"]
+__all__ = ["read_bytes", "read_parquet"]
 
 DEFAULT_SEARCH_SIZE = 1 << 16  # fsspec's seek_delimiter step
 
@@ -401,3 +401,90 @@ class _Pieces:
             parts.append(memoryview(b)[max(lo - a, 0):min(hi, e) - a])
         return b"".join(parts)
 
+
+
+# ---- read_parquet ------------------------------------------------------------
+
+def read_parquet(urlpath, columns=None, *, split_row_groups=True, **storage_options):
+    """A Dask DataFrame of Parquet files, each partition read through
+    ``colio.parquet`` (its column chunks fetched at once, after one tail
+    read for the footer).
+
+    urlpath: a file, a directory (its ``*.parquet`` files, or every file not
+    starting with ``_`` or ``.``), a glob, or a list of them, local or any
+    URL colio reads. Partitions: one per row group (``split_row_groups=True``)
+    or one per file. The footers are read on the client, several at once,
+    to count the row groups and take the schema of the first file; each
+    task then reads its row group's chunks on its worker. String columns
+    follow Dask's ``dataframe.convert-string`` setting, as
+    ``dask.dataframe.read_parquet`` does."""
+    import dask
+    import dask.dataframe as dd
+    from concurrent.futures import ThreadPoolExecutor
+
+    from . import parquet as cpq
+
+    if isinstance(columns, str):
+        raise TypeError("colio.dask.read_parquet: columns must be a list of names, not a string")
+    files = _parquet_files(urlpath, storage_options)
+    if not files:
+        raise FileNotFoundError(f"colio.dask.read_parquet: no Parquet files at {urlpath!r}")
+    with ThreadPoolExecutor(min(16, len(files))) as ex:
+        mds = list(ex.map(lambda f: cpq.read_metadata(f, **storage_options), files))
+    parts = []
+    for f, md in zip(files, mds):
+        if split_row_groups:
+            parts += [(f, r) for r in range(md.num_row_groups)] or [(f, None)]
+        else:
+            parts.append((f, None))
+    schema = mds[0].schema.to_arrow_schema()
+    empty = schema.empty_table()
+    if columns is not None:
+        empty = empty.select(list(columns))
+    convert = bool(dask.config.get("dataframe.convert-string", True))
+    meta = _to_pandas(empty, convert)
+    return dd.from_map(_read_parquet_part, parts, cols=None if columns is None else list(columns),
+                       convert=convert, storage_options=storage_options, meta=meta,
+                       label="colio-read-parquet", enforce_metadata=False)
+
+
+def _read_parquet_part(part, cols, convert, storage_options):
+    from . import parquet as cpq
+    path, rg = part
+    t = cpq.read_table(path, columns=cols, row_groups=None if rg is None else [rg],
+                       **storage_options)
+    return _to_pandas(t, convert)
+
+
+def _to_pandas(table, convert):
+    if not convert:
+        return table.to_pandas()
+    import pandas as pd
+    import pyarrow as pa
+
+    def mapper(t):  # what Dask's convert-string makes of strings
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            return pd.StringDtype("pyarrow")
+        return None
+    return table.to_pandas(types_mapper=mapper)
+
+
+def _parquet_files(urlpath, storage_options):
+    import fsspec.core
+    paths = urlpath if isinstance(urlpath, (list, tuple)) else [urlpath]
+    out = []
+    for p in paths:
+        p = os.fsdecode(p)
+        fs, path = fsspec.core.url_to_fs(p, **storage_options)
+        local = _is_local(fs)
+        if any(ch in path for ch in "*?["):
+            found = sorted(fs.glob(path))
+        elif fs.isdir(path):
+            found = sorted(f for f in fs.find(path)
+                           if not os.path.basename(f).startswith(("_", ".")))
+            pq_only = [f for f in found if f.endswith((".parquet", ".parq", ".pq"))]
+            found = pq_only or found
+        else:
+            found = [path]
+        out += [f if local else fs.unstrip_protocol(f) for f in found]
+    return out

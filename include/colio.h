@@ -152,7 +152,12 @@ int colio_stats(colio_counters *out);
 /* Opens a local file for reading. *out receives the handle. path is a C
  * string: it ends at its first NUL byte, so a name with an embedded NUL
  * cannot be passed (bindings must refuse one, as Python's open() does,
- * rather than open the shorter name). */
+ * rather than open the shorter name). Only regular files and block
+ * devices are random-access sources: a FIFO, a character device, a socket
+ * or a file of /proc, /sys or another pseudo file system gives
+ * COLIO_ENOTSUP with errno ESPIPE (it would read as empty), a directory
+ * COLIO_EINVAL with errno EISDIR. A file source's size is the file's
+ * current size at each request. */
 int colio_source_open_file(const char *path, colio_source **out);
 
 /* A source over size bytes at data. Not copied: data must stay valid and

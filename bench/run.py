@@ -10,6 +10,9 @@ Five workloads (see BENCHMARKS.md for what each measures and why):
 4. small reads: 4 KiB random reads from C and from Python; the inline-vs-pool
    crossover
 5. first call: `import colio` to the first completed read
+7. colio:: URLs: Dask read_parquet/read_csv and a zarr array over a loopback
+   HTTP server with 5 and 20 ms latency, against the plain URLs
+   (bench/fsspec_fs.py)
 
 Every number is the median of repeated runs, with its spread; every
 comparison is a ratio of two sides measured in the same run, their runs
@@ -815,13 +818,19 @@ class Config:
             self.first_rounds = 15
 
 
-WORKLOADS = {1: wl_large_read, 2: wl_fanout, 3: wl_writes, 4: wl_small, 5: wl_first_call}
+def wl_fsspec_fs(cfg, tmp):
+    import fsspec_fs  # bench/fsspec_fs.py (issue 17)
+    return fsspec_fs.run(cfg, tmp, sys.modules[__name__])
+
+
+WORKLOADS = {1: wl_large_read, 2: wl_fanout, 3: wl_writes, 4: wl_small, 5: wl_first_call,
+             7: wl_fsspec_fs}
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, few rounds (< 1 minute)")
-    ap.add_argument("--only", default="1,2,3,4,5", help="workloads to run, e.g. 1,4")
+    ap.add_argument("--only", default="1,2,3,4,5,7", help="workloads to run, e.g. 1,4")
     ap.add_argument("--publish", action="store_true",
                     help="rewrite BENCHMARKS.md's tables and docs/bench/*.png from this run")
     ap.add_argument("--brief", action="store_true", help="print a summary, not the tables")

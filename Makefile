@@ -65,12 +65,13 @@ test-arrow-cgocheck2: $(CGOCHECK2_LIB) venv
 	COLIO_LIBRARY=$(abspath $(CGOCHECK2_LIB)) $(VPY) -m pytest -q tests/python/test_arrow.py
 
 # The benchmark suite (bench/run.py, BENCHMARKS.md): colio against its peers,
-# all five workloads in one run (under 10 minutes on 2 cores); prints the
+# all seven workloads in one run (about 20 minutes on 2 cores); prints the
 # tables, writes bench/results/latest.json and plots. BENCH_ARGS=--publish
 # also rewrites BENCHMARKS.md and docs/bench/. The peers come from the
 # `bench` extra. test-bench-quick (part of `make test`) runs it in --quick
 # mode with what the test environment has, so the suite cannot rot.
-BENCH_TOOLS := build/bench/libpread_loop.so build/bench/pread_loop build/bench/small_reads build/bench/gobench
+BENCH_TOOLS := build/bench/libpread_loop.so build/bench/pread_loop build/bench/small_reads build/bench/gobench \
+	build/bench/colio-testserver build/bench/remotefloor
 BENCH_STAMP := $(VENV)/.colio-bench-installed
 
 build/bench/libpread_loop.so: bench/c/pread_loop.c
@@ -88,6 +89,16 @@ build/bench/small_reads: bench/c/small_reads.c $(LIB)
 build/bench/gobench: bench/gobench/main.go $(GO_SRC)
 	@mkdir -p $(@D)
 	$(GO) build -o $@ ./bench/gobench
+
+# The remote workload (bench/remote.py): the loopback server and the Go
+# client floor it compares colio with.
+build/bench/colio-testserver: $(wildcard cmd/colio-testserver/*.go) $(GO_SRC)
+	@mkdir -p $(@D)
+	$(GO) build -o $@ ./cmd/colio-testserver
+
+build/bench/remotefloor: bench/remotefloor/main.go
+	@mkdir -p $(@D)
+	$(GO) build -o $@ ./bench/remotefloor
 
 $(BENCH_STAMP): $(VENV_STAMP)
 	COLIO_SKIP_GO_BUILD=1 $(VPY) -m pip install --quiet --disable-pip-version-check -e '.[test,bench]'

@@ -9,7 +9,9 @@ at once, before the reader asks.
 Against storage with latency the number of round trips, not the bytes, sets
 the time of a Parquet read: a reader that asks for one column chunk after
 another pays a round trip each (issue 16). ``open`` makes two: one read of
-the file's tail (64 KiB, or as much as the footer needs), then every byte
+the file's tail (64 KiB for local files; for sources with latency as much
+as their coalescing hole, up to 1 MiB, since a footer larger than the
+first read costs another round trip; more if the footer needs it), then every byte
 range the selected columns and row groups need, all in one fan-out read
 (``Source.read_ranges``: the engine merges ranges closer than the source's
 hole size and runs the rest in parallel). It returns a seekable binary file
@@ -35,7 +37,8 @@ pyarrow-based, so the footer is parsed where they already are.
 Sources whose reads run on an fsspec event loop (``via="loop"``: fsspec's
 HTTP and S3 until the native remote sources serve a URL) do not go through
 the engine's planner; for them this module merges the ranges itself with a
-1 MiB hole (``LOOP_HOLE``) before reading. With a native source
+256 KiB hole (``LOOP_HOLE``: the loop runs up to 256 requests at once, so
+another request costs little) before reading. With a native source
 (``colio.source(url)``), the engine does it with the hole it measured.
 """
 
@@ -47,8 +50,8 @@ import os
 
 __all__ = ["open", "read_table", "read_metadata", "column_ranges", "PrefetchedFile"]
 
-TAIL = 64 << 10          # the first tail read: most footers fit
-LOOP_HOLE = 1 << 20      # merge hole for sources that bypass the engine
+TAIL = 64 << 10          # the first tail read at least: most footers fit
+LOOP_HOLE = 256 << 10    # merge hole for sources that bypass the engine
 LOOP_MAX = 32 << 20      # and the largest merged read for them
 ARROW_HOLE = 8 << 10     # pyarrow's pre_buffer hole (CacheOptions.hole_size_limit)
 
@@ -66,9 +69,23 @@ def _open_source(where, storage_options):
                     f"{type(where).__name__}")
 
 
+def _tail_size(src):
+    """How much of the tail to read first: TAIL, or more where another
+    round trip would cost more than the extra bytes (a source's
+    coalescing hole says how many bytes a request is worth): a footer
+    larger than the first read costs a second round trip."""
+    if getattr(src, "_loop", None) is not None:
+        return max(TAIL, LOOP_HOLE)
+    try:
+        hole = src.coalescing[0]
+    except Exception:  # noqa: BLE001 - a source without the setting: the minimum
+        hole = 0
+    return max(TAIL, min(hole, 1 << 20))
+
+
 def _tail(src, size, name):
     """(offset, bytes) of the file's tail, at least the whole footer."""
-    n = min(TAIL, size)
+    n = min(_tail_size(src), size)
     tail = bytes(src.read(size - n, n))
     if size < 12 or tail[-4:] != b"PAR1":
         raise ValueError(f"colio.parquet: {name} is not a Parquet file (no PAR1 at its end)")
@@ -121,33 +138,33 @@ def column_ranges(md, columns=None, row_groups=None, size=None):
         if not 0 <= r < md.num_row_groups:
             raise IndexError(f"colio.parquet: row group {r} out of range (the file has "
                              f"{md.num_row_groups})")
+    leaves = [i for i in range(md.num_columns) if _selected(md.schema.column(i).path, cols)]
     out = []
-    indexed = False
     for r in rgs:
         rg = md.row_group(r)
-        for c in range(rg.num_columns):
-            cc = rg.column(c)
-            indexed = indexed or cc.has_column_index or cc.has_offset_index
-            if not _selected(cc.path_in_schema, cols):
-                continue
-            start = cc.data_page_offset
-            d = cc.dictionary_page_offset
-            if cc.has_dictionary_page and d is not None and 0 < d < start:
-                start = d
-            out.append((start, cc.total_compressed_size))
-    if indexed and size is not None:
-        end = 0
-        for r in range(md.num_row_groups):
-            rg = md.row_group(r)
-            for c in range(rg.num_columns):
-                cc = rg.column(c)
-                d = cc.dictionary_page_offset if cc.has_dictionary_page else None
-                s = d if d and 0 < d < cc.data_page_offset else cc.data_page_offset
-                end = max(end, s + cc.total_compressed_size)
-        footer = size - 8 - int(md.serialized_size)
-        if end < footer:
-            out.append((end, footer - end))
+        for c in leaves:
+            out.append(_chunk(rg.column(c)))
+    if size is not None and md.num_row_groups:
+        # Writers put the page indexes after the last row group (whose
+        # chunks end last) and before the footer.
+        last = md.row_group(md.num_row_groups - 1)
+        chunks = [last.column(c) for c in range(last.num_columns)]
+        if any(cc.has_column_index or cc.has_offset_index for cc in chunks):
+            end = max(o + n for o, n in map(_chunk, chunks))
+            footer = size - 8 - int(md.serialized_size)
+            if end < footer:
+                out.append((end, footer - end))
     return out
+
+
+def _chunk(cc):
+    """(offset, size) of a column chunk: from its dictionary page, if it
+    has one, to its end."""
+    start = cc.data_page_offset
+    d = cc.dictionary_page_offset
+    if cc.has_dictionary_page and d is not None and 0 < d < start:
+        start = d
+    return start, cc.total_compressed_size
 
 
 def _merge(ranges, hole, cap):
@@ -224,10 +241,17 @@ class PrefetchedFile(io.RawIOBase):
     def readall(self):
         return self.read()
 
-    def read_at(self, nbytes, offset):
-        out = bytearray(max(0, min(self._size, offset + nbytes) - offset))
-        n = self._fill(memoryview(out), offset)
-        return bytes(out[:n])
+    def read_buffer(self, nbytes=-1):
+        """read, without a copy where one block holds the bytes: pyarrow
+        calls it instead of read when a file object has it."""
+        pos = self._pos
+        end = self._size if nbytes is None or nbytes < 0 else min(self._size, pos + nbytes)
+        k = bisect.bisect_right(self._offs, pos) - 1
+        if k >= 0 and end <= self._offs[k] + len(self._blocks[k]) and end > pos:
+            self._pos = end
+            self.hits += 1
+            return self._blocks[k][pos - self._offs[k]:end - self._offs[k]]
+        return self.read(nbytes)
 
     def _fill(self, mv, pos):
         """Fills mv from pos (to the end of the file at most) and returns
@@ -308,9 +332,16 @@ def read_table(where, columns=None, filters=None, row_groups=None, **storage_opt
         named = _filter_columns(filters) if isinstance(filters, list) else None
         need = None if named is None else list(columns) + [c for c in named if c not in columns]
     with open(where, need, row_groups, **storage_options) as f:
+        # pre_buffer off: the bytes are in memory already, and pyarrow's
+        # read cache would only copy them again on its own threads.
+        if row_groups is None and filters is None and not any("." in c for c in columns or ()):
+            # The same table as read_table's, without its dataset layer
+            # (which parses the footer again).
+            return pq.ParquetFile(f, metadata=f.metadata, pre_buffer=False).read(columns=columns)
         if row_groups is None:
-            return pq.read_table(f, columns=columns, filters=filters)
-        t = pq.ParquetFile(f, metadata=f.metadata).read_row_groups(list(row_groups), columns=need)
+            return pq.read_table(f, columns=columns, filters=filters, pre_buffer=False)
+        t = pq.ParquetFile(f, metadata=f.metadata, pre_buffer=False).read_row_groups(
+            list(row_groups), columns=need)
     if filters is None:
         return t
     expr = pq.filters_to_expression(filters) if isinstance(filters, list) else filters

@@ -13,6 +13,9 @@ Five workloads (see BENCHMARKS.md for what each measures and why):
 7. colio:: URLs: Dask read_parquet/read_csv and a zarr array over a loopback
    HTTP server with 5 and 20 ms latency, against the plain URLs
    (bench/fsspec_fs.py)
+8. Parquet: colio.parquet.read_table of a 20 x 30 file, 3 columns and all,
+   local and on a loopback server with 0, 5 and 20 ms latency, against
+   pyarrow over fsspec, fsspec.parquet, polars and obstore (bench/parquet.py)
 
 Every number is the median of repeated runs, with its spread; every
 comparison is a ratio of two sides measured in the same run, their runs
@@ -823,14 +826,19 @@ def wl_fsspec_fs(cfg, tmp):
     return fsspec_fs.run(cfg, tmp, sys.modules[__name__])
 
 
+def wl_parquet(cfg, tmp):
+    import parquet  # bench/parquet.py (issue 16)
+    return parquet.run(cfg, tmp, sys.modules[__name__])
+
+
 WORKLOADS = {1: wl_large_read, 2: wl_fanout, 3: wl_writes, 4: wl_small, 5: wl_first_call,
-             7: wl_fsspec_fs}
+             7: wl_fsspec_fs, 8: wl_parquet}
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, few rounds (< 1 minute)")
-    ap.add_argument("--only", default="1,2,3,4,5,7", help="workloads to run, e.g. 1,4")
+    ap.add_argument("--only", default="1,2,3,4,5,7,8", help="workloads to run, e.g. 1,4")
     ap.add_argument("--publish", action="store_true",
                     help="rewrite BENCHMARKS.md's tables and docs/bench/*.png from this run")
     ap.add_argument("--brief", action="store_true", help="print a summary, not the tables")

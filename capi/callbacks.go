@@ -2,6 +2,8 @@ package main
 
 /*
 #include "colioi.h"
+
+int colioi_callbacks_stopped(void);
 */
 import "C"
 
@@ -38,6 +40,12 @@ func checkCallbackFlags(name string, flags C.uint32_t) C.int {
 // in errno's range is taken as a negated errno, as the header asks.
 func callbackError(what string, ret int64, off int64) error {
 	e := &errs.Error{Kind: errs.CallbackFailed}
+	if C.colioi_callbacks_stopped() != 0 {
+		// The shim refused to call it (see callbacks.c); say why, not "-125".
+		e.Msg = "colio: " + what + " callback not called: callbacks were stopped by colio_stop_callbacks (the program is exiting)"
+		e.Errno = syscall.ECANCELED
+		return e
+	}
 	if off >= 0 {
 		e.Msg = fmt.Sprintf("colio: %s callback failed at offset %d (returned %d)", what, off, ret)
 	} else {

@@ -147,6 +147,16 @@ typedef struct colio_counters {
 } colio_counters;
 int colio_stats(colio_counters *out);
 
+/* Stops calling user callbacks, for good: afterwards a read, write or
+ * flush callback is not called and its operation fails with
+ * COLIO_ECALLBACK (errno ECANCELED), a completion callback is not called
+ * (colio_future_wait still sees the future end), and release callbacks
+ * are skipped. For a language runtime that is shutting down and can take
+ * no more calls (Python's colio package calls it at interpreter exit).
+ * It affects every callback in the process and cannot be undone; callbacks
+ * already running are not waited for. Returns COLIO_OK. */
+int colio_stop_callbacks(void);
+
 /* ---- Sources ---------------------------------------------------------- */
 
 /* Opens a local file for reading. *out receives the handle. path is a C

@@ -148,19 +148,32 @@ def stats() -> dict:
 
 
 def _at_exit():
-    """Drains operations that call back into Python before the interpreter
-    finalises: every C future in flight ends and has its completion
-    delivered, then sources backed by Python callbacks are closed (their
-    running reads end first), so no callback can start afterwards."""
+    """Ends colio's part of the program before the interpreter finalises.
+
+    Reads that have not started are cancelled; the operations still in
+    flight get COLIO_EXIT_TIMEOUT seconds (default 10) in all to end, waited
+    on in slices so that Ctrl-C ends the wait; what still runs after that
+    is abandoned (its buffers stay allocated until the process ends) and
+    named on stderr. Then the library stops calling into Python
+    (colio_stop_callbacks): a callback that would start later fails its
+    operation instead of entering a finalising interpreter."""
     import sys
-    if "colio._lib" not in sys.modules or sys.modules["colio._lib"].L is None:
-        return
-    if sys.modules["colio._lib"].forked():
-        return  # the parent's operations cannot be drained in a forked child
+    lib = sys.modules.get("colio._lib")
+    if lib is None or lib.L is None or lib.forked():
+        return  # not loaded, or the parent's operations in a forked child
+    import time
+    from . import _future
+    limit = lib.exit_timeout(at_exit=True)
     try:
-        from . import _future, _source
-        _future.drain(timeout=10.0)
-        _source.drain_at_exit()
-        _future.drain(timeout=10.0)
-    except Exception:
-        pass
+        try:
+            left = _future.drain(time.monotonic() + limit)
+            if left:
+                print(f"colio: at exit, {left} operation(s) still running after "
+                      f"COLIO_EXIT_TIMEOUT={limit:g} s were abandoned (their buffers stay "
+                      "allocated until the process ends)", file=sys.stderr, flush=True)
+        except KeyboardInterrupt:
+            left = sum(1 for f in _future._abandoned if not f.done())
+            print(f"colio: exit interrupted; {left} operation(s) still running were "
+                  "abandoned", file=sys.stderr, flush=True)
+    finally:
+        lib.L.colio_stop_callbacks()

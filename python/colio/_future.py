@@ -8,6 +8,22 @@ Condition, so ``result()`` stays interruptible by Ctrl-C, and
 ``concurrent.futures.wait``, ``as_completed`` and ``asyncio.wrap_future``
 work unchanged. ``await fut`` works too.
 
+``result()`` and ``exception()`` do not need the notifier: on a future
+still in flight they wait on its C future directly, in slices (so Ctrl-C is
+handled between them), and complete the Python future themselves if the
+notifier has not yet. A done-callback runs on the notifier, so one that
+waits on another colio future would otherwise wait for the very thread it
+blocks (issue 12.9). Whichever thread completes a future runs its
+done-callbacks: the notifier, or a thread that waited in ``result()``.
+``concurrent.futures.wait`` and ``as_completed`` still rely on the notifier,
+so a done-callback must not use them on colio futures.
+
+At interpreter exit (``drain``), reads that never started are cancelled,
+the rest get ``COLIO_EXIT_TIMEOUT`` seconds (default 10) in all, and what
+is still running then is abandoned: its Python future, with the buffer's
+pin, is parked for the life of the process, and colio_stop_callbacks keeps
+the library from calling into the finalising interpreter.
+
 The future holds its buffer's pin until the operation ends, and the
 registry below holds the future until then, so the buffer stays alive even
 if the caller drops every reference to both.
@@ -18,6 +34,7 @@ from __future__ import annotations
 import ctypes
 import itertools
 import threading
+import time
 from collections import deque
 from concurrent.futures import Future as _StdFuture
 from concurrent.futures._base import (CANCELLED, CANCELLED_AND_NOTIFIED,
@@ -33,6 +50,13 @@ _keys = itertools.count(1)
 # C handles whose Python future completed; freed on the next submission
 # (a future must not be freed from inside its own callback).
 _to_free: deque = deque()
+# Futures abandoned at exit, kept for the life of the process (see drain).
+_abandoned: list = []
+
+# One wait on a C future lasts at most this long, so that a signal handler
+# (KeyboardInterrupt) runs within it: the GIL is released during the wait,
+# and a ctypes call cannot be interrupted.
+SLICE_NS = 50_000_000
 
 
 def _drain_free(L) -> None:
@@ -66,6 +90,7 @@ class Future(_StdFuture):
         self.nbytes = None
         self.offset = None
         self._cancel_hook = None
+        self._key = 0           # its key in _pending while the notifier owes it
         # I/O starts when a colio future is made: it is running from birth.
         self.set_running_or_notify_cancel()
 
@@ -167,14 +192,44 @@ class Future(_StdFuture):
             except Exception:
                 pass
 
+    def _wait_handle(self, timeout):
+        """Waits on the C future itself, in slices, and completes this
+        future if the notifier has not: nothing then depends on the
+        notifier's thread, which may be the caller (a done-callback).
+        Returns the time left of timeout (None: no limit)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        h = self._handle
+        L = _lib.L
+        n = ctypes.c_int64(0)
+        ref = ctypes.byref(n)
+        while self._state == RUNNING:
+            ns = SLICE_NS
+            if deadline is not None:
+                ns = min(ns, int((deadline - time.monotonic()) * 1e9))
+                if ns <= 0:
+                    return 0
+            rc = L.colio_future_wait(h, ns, ref)
+            if rc != _lib.ETIMEDOUT or L.colio_future_done(h) == 1:
+                # EINVAL: freed meanwhile, after the notifier completed it.
+                if rc != _lib.EINVAL and _pending.pop(self._key, None) is self:
+                    self._finish_from_handle(h, rc, n.value)
+                break
+        return None if deadline is None else max(deadline - time.monotonic(), 0)
+
     def result(self, timeout=None):
-        if self._state == RUNNING and _lib._forked:
-            self._orphan()
+        if self._state == RUNNING:
+            if _lib._forked:
+                self._orphan()
+            elif self._key:
+                timeout = self._wait_handle(timeout)
         return super().result(timeout)
 
     def exception(self, timeout=None):
-        if self._state == RUNNING and _lib._forked:
-            self._orphan()
+        if self._state == RUNNING:
+            if _lib._forked:
+                self._orphan()
+            elif self._key:
+                timeout = self._wait_handle(timeout)
         return super().exception(timeout)
 
     def __await__(self):
@@ -218,6 +273,7 @@ def track(L, fut: Future, h) -> Future:
         return fut
     key = next(_keys)
     fut._handle = h
+    fut._key = key
     _pending[key] = fut
     rc = L.colio_future_on_done(h, _on_done_c, key)
     if rc != 0:  # cannot happen for a valid handle; do not lose the future
@@ -241,21 +297,68 @@ def _after_fork_in_child() -> None:
         fut._orphan()
 
 
-def drain(timeout: float | None = None) -> None:
-    """Waits for every C future in flight and for its completion to be
-    delivered (used at interpreter exit)."""
-    import time
+def wait_sync(L, h, owner, pin, addr: int, size: int):
+    """Waits for C future h of a synchronous call in slices, so that Ctrl-C
+    is handled; returns (status, nbytes) and frees h. If the wait is
+    interrupted, the parts that have not started are cancelled and h goes
+    to a Future that holds pin until the library is done with the buffer
+    (then the exception goes on): the buffer is never let go under a
+    running read."""
+    n = ctypes.c_int64(0)
+    ref = ctypes.byref(n)
+    wait, ended = L.colio_future_wait, False
+    try:
+        while True:
+            rc = wait(h, SLICE_NS, ref)
+            if rc != _lib.ETIMEDOUT or L.colio_future_done(h) == 1:
+                ended = True
+                break
+    except BaseException:
+        if not ended:
+            c = ctypes.c_int(0)
+            L.colio_future_cancel(h, ctypes.byref(c))
+            fut = Future()
+            fut._pin, fut._addr, fut._size, fut._owner = pin, addr, size, owner
+            track(L, fut, h)
+        raise
+    L.colio_future_free(h)
+    return rc, n.value
+
+
+def drain(deadline: float) -> int:
+    """At interpreter exit: cancels the reads that have not started (nobody
+    can look at them any more), then waits, in slices and until deadline
+    (time.monotonic()), for the rest, completing each. Returns how many are
+    still running then; those are parked, never freed."""
     L = _lib.L
     if L is None or _lib.forked():
-        return
-    for fut in list(_pending.values()):
-        h = fut._handle
-        if h is not None:
-            L.colio_future_wait(h, _lib.WAIT_FOREVER, None)
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while _pending and (deadline is None or time.monotonic() < deadline):
-        time.sleep(0.001)
-    _drain_free(L)
+        return 0
+    futs = list(_pending.values())
+    c = ctypes.c_int(0)
+    for fut in futs:
+        h, owner = fut._handle, fut._owner
+        if h is not None and owner is not None and owner._what == "source":
+            L.colio_future_cancel(h, ctypes.byref(c))
+    try:
+        for fut in futs:
+            if fut._state == RUNNING and fut._key:
+                fut._wait_handle(max(deadline - time.monotonic(), 0))
+    finally:
+        left = [f for f in list(_pending.values()) if f._state == RUNNING]
+        abandon(left)
+    if not left:
+        _drain_free(L)
+    return len(left)
+
+
+def abandon(futs) -> None:
+    """Keeps futs, their pins and owners (sources with their ctypes
+    callbacks), for the life of the process: the library may still write
+    into their buffers, and at finalisation Python would otherwise free
+    them. The extra reference keeps the list itself from being cleared."""
+    if not _abandoned and futs:
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(_abandoned))
+    _abandoned.extend(futs)
 
 
 def completed(value=None, exc: BaseException | None = None) -> Future:

@@ -187,6 +187,7 @@ FUNCTIONS = {
     "colio_config_set_int": (c_int, [c_char_p, c_int64]),
     "colio_config_get_int": (c_int, [c_char_p, _p_i64]),
     "colio_stats": (c_int, [POINTER(Counters)]),
+    "colio_stop_callbacks": (c_int, []),
     # sources
     "colio_source_open_file": (c_int, [c_char_p, _p_handle]),
     "colio_source_from_memory": (c_int, [c_void_p, c_int64, _p_handle]),
@@ -416,6 +417,7 @@ def load() -> Library:
                 _load_error = e
                 raise
             _apply_environment(lib)
+            exit_timeout()  # an invalid COLIO_EXIT_TIMEOUT fails now, not at exit
             refresh_inline_max(lib)
             _pid = os.getpid()
             L = lib
@@ -483,6 +485,34 @@ def _apply_environment(lib: Library) -> None:
             raise InvalidArgumentError(
                 msg if var in msg else f"colio: invalid {var}={text!r}: {msg.removeprefix('colio: ')}"
             ) from None
+
+
+# How long interpreter exit waits for colio's operations in flight, in
+# seconds (see colio._at_exit).
+EXIT_TIMEOUT_DEFAULT = 10.0
+
+
+def exit_timeout(at_exit: bool = False) -> float:
+    """COLIO_EXIT_TIMEOUT (seconds, >= 0; default 10). An invalid value
+    raises InvalidArgumentError, except at exit, where it is reported on
+    stderr and the default is used."""
+    text = os.environ.get("COLIO_EXIT_TIMEOUT")
+    if text is None:
+        return EXIT_TIMEOUT_DEFAULT
+    try:
+        v = float(text)
+        if not v >= 0 or v == float("inf"):
+            raise ValueError
+        return v
+    except ValueError:
+        msg = (f"colio: invalid COLIO_EXIT_TIMEOUT={text!r}: expected a number of seconds "
+               "(0 or more, e.g. 10 or 2.5)")
+    if at_exit:
+        import sys
+        print(f"{msg}; using {EXIT_TIMEOUT_DEFAULT:g}", file=sys.stderr)
+        return EXIT_TIMEOUT_DEFAULT
+    from ._errors import InvalidArgumentError
+    raise InvalidArgumentError(msg)
 
 
 def _at_exit():

@@ -30,9 +30,6 @@ _COALESCE = 1  # COLIO_READV_COALESCE
 # Per-thread scratch for synchronous calls (see Source.read_into).
 _tls = threading.local()
 
-# Sources whose operations call back into Python, drained at exit.
-_callback_sources: "weakref.WeakSet[Source]" = weakref.WeakSet()
-
 
 _future = None  # colio._future, imported on the first asynchronous call
 
@@ -57,6 +54,9 @@ class Source(Handle):
     def __init__(self, handle, kind: str, description, *, keep=(), name: str = ""):
         super().__init__(handle, kind, description, keep=keep, name=name)
         self._errors: dict = {}     # buffer address -> exception from a callback
+        # Synchronous reads of sources with latency wait in slices (Ctrl-C);
+        # only small reads of file and memory sources take one blocking call.
+        self._slow = kind not in _INLINE_KINDS
         self._loop = None           # fsspec async fan-out (see _fsspec.py)
 
     # -- basic properties ---------------------------------------------------
@@ -116,6 +116,8 @@ class Source(Handle):
         if self._loop is not None:
             return self._loop.read_into(self, pin, addr, n, offset)
         L = _lib.L or _lib.load()
+        if self._slow or n > _lib.inline_read_max:
+            return self._read_waiting(L, pin, addr, n, offset)
         # One out-parameter per thread, made once: a c_int64 and its byref
         # cost about as much as the read they report on.
         try:
@@ -131,6 +133,21 @@ class Source(Handle):
         if rc:
             raise self._error(rc, addr, n)
         return out.value
+
+    def _read_waiting(self, L, pin, addr: int, n: int, offset: int) -> int:
+        """A synchronous read that may take a while (a source with latency,
+        a large read): started as an asynchronous one and waited on in
+        slices, so Ctrl-C interrupts it like Future.result(); the parts not
+        started are then cancelled, and the buffer stays pinned until the
+        library is done with it (see _future.wait_sync)."""
+        h = c_void_p()
+        rc = L.colio_read_async(self._h(), addr, n, offset, byref(h))
+        if rc:
+            raise self._error(rc, addr, n)
+        rc, got = (_future or _fut()).wait_sync(L, h.value, self, pin, addr, n)
+        if rc:
+            raise self._error(rc, addr, n)
+        return got
 
     def read_async(self, buf, offset: int = 0, size: int | None = None) -> "_future.Future":
         """Starts filling buf from offset; the future's result is the number
@@ -189,6 +206,10 @@ class Source(Handle):
         b, addr = new_bytes(n)
         if n == 0:
             addr = _EMPTY_ADDR
+        if self._slow or n > _lib.inline_read_max:
+            # b is the pin: if interrupted, it is never handed out.
+            got = self._read_waiting(L, b, addr, n, offset)
+            return b if got == n else b[:got]
         out = c_int64(0)
         rc = L.colio_read(self._h(), addr, n, offset, byref(out))
         if rc:
@@ -307,7 +328,14 @@ class Source(Handle):
         """read_ranges_async, then waits for every range (in parallel)."""
         if self._loop is not None:  # an interrupted wait cancels the coroutines
             return self._loop.results(self.read_ranges_async(ranges))
-        return [f.result() for f in self.read_ranges_async(ranges)]
+        # Ctrl-C or a failed range: the ranges not started are cancelled.
+        futs = self.read_ranges_async(ranges)
+        try:
+            return [f.result() for f in futs]
+        except BaseException:
+            for f in futs:
+                f.cancel()
+            raise
 
     def read_ranges_arrow(self, ranges) -> "colio.ArrowData":
         """Reads every (offset, size) range at once, in parallel, into one
@@ -488,7 +516,6 @@ def callback_source(fn, size: int, *, concurrent: bool, fast: bool, kind: str,
     src = Source(h.value, kind, description, keep=(cb, cfn) + tuple(keep), name=name)
     src._keep_errors = True
     cb.source_ref = weakref.ref(src)
-    _callback_sources.add(src)
     return src
 
 
@@ -566,13 +593,3 @@ def from_fsspec(fs, path: str, **kwargs) -> Source:
 
 
 from_fsspec.__doc__ = "See colio._fsspec.from_fsspec."
-
-
-def drain_at_exit() -> None:
-    """Closes every source that calls back into Python, after its running
-    reads end, so no callback can start once the interpreter finalises."""
-    for src in list(_callback_sources):
-        try:
-            src.close()
-        except Exception:
-            pass

@@ -1,0 +1,223 @@
+"""Workload 8 of bench/run.py: Parquet column reads over HTTP (issue 16).
+
+A Parquet file of 20 row groups x 30 float64 columns (about 200 MB; 20 MB
+with --quick), written by pyarrow, served by cmd/colio-testserver on
+loopback with 0, 5 and 20 ms before every answer, and read as a local file.
+Two selections: 3 of the 30 columns, and all of them. Methods:
+
+- colio: ``colio.parquet.read_table(url, columns=...)`` (one tail read, then
+  every chunk in one coalesced fan-out);
+- pyarrow over an fsspec HTTP file: ``pq.read_table(fs.open(url))``, its
+  default (``pre_buffer=True``: Arrow's ReadRangeCache, 8 KiB hole), and
+  ``pq.ParquetFile(f).read`` with ``pre_buffer=False``;
+- ``fsspec.parquet.open_parquet_file(url, columns=...)`` + pyarrow;
+- ``polars.read_parquet(url, columns=...)`` (its own object-store reader);
+- pyarrow over obstore's fsspec file system (``obstore.fsspec``), if
+  installed.
+
+Every method's table is checked once against pyarrow's read of the local
+file (column by column, as numpy arrays) before it is timed; rounds are
+interleaved as in the rest of bench/run.py. The server's request count for
+one read of each method is printed in the table's note.
+
+    python bench/run.py --only 8 [--quick]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import urllib.request
+
+import numpy as np
+
+MiB = 1 << 20
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+TOOLS = os.path.join(ROOT, "build", "bench")
+BUCKET, KEY = "bench", "data.parquet"
+NCOLS, NRG = 30, 20
+THREE = ["c00", "c11", "c22"]
+
+
+class Server:
+    """One cmd/colio-testserver with a fixed latency (its /_stats counts
+    requests)."""
+
+    def __init__(self, directory, latency):
+        exe = os.path.join(TOOLS, "colio-testserver")
+        if not os.path.exists(exe):
+            raise RuntimeError(f"bench: {exe} is missing; run `make bench` (it builds it)")
+        self.proc = subprocess.Popen([exe, "-dir", directory, "-latency", f"{latency * 1e3:g}ms",
+                                      "-stdin"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True)
+        line = self.proc.stdout.readline().strip()
+        if not line.startswith("listening on "):
+            self.close()
+            raise RuntimeError(f"bench: colio-testserver said {line!r}")
+        self.endpoint = line.split()[-1]
+        self.url = f"{self.endpoint}/{BUCKET}/{KEY}"
+
+    def requests(self, reset=False):
+        q = "?reset=1" if reset else ""
+        with urllib.request.urlopen(self.endpoint + "/_stats" + q) as r:
+            return json.load(r)["requests"]
+
+    def close(self):
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(10)
+        except Exception:  # noqa: BLE001 - only a benchmark server
+            self.proc.kill()
+
+
+def write_file(path, quick):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    rows = (20 if quick else 200) * MiB // (NCOLS * 8)
+    rows -= rows % NRG
+    rng = np.random.default_rng(16)
+    t = pa.table({f"c{i:02d}": rng.random(rows) for i in range(NCOLS)})
+    pq.write_table(t, path, row_group_size=rows // NRG, compression="snappy")
+    return t
+
+
+# ---- the methods: maker(url) -> fn(columns) -> pyarrow.Table, or a reason -------------
+
+def _colio(url):
+    import colio.parquet
+    return lambda cols: colio.parquet.read_table(url, columns=cols)
+
+
+def _fsspec_default(url):
+    import fsspec
+    import pyarrow.parquet as pq
+
+    def read(cols):
+        fs = fsspec.filesystem("http", skip_instance_cache=True)
+        with fs.open(url, "rb") as f:
+            return pq.read_table(f, columns=cols)
+    return read
+
+
+def _fsspec_no_prebuffer(url):
+    import fsspec
+    import pyarrow.parquet as pq
+
+    def read(cols):
+        fs = fsspec.filesystem("http", skip_instance_cache=True)
+        with fs.open(url, "rb") as f:
+            return pq.ParquetFile(f, pre_buffer=False).read(columns=cols)
+    return read
+
+
+def _fsspec_parquet(url):
+    import fsspec.parquet
+    import pyarrow.parquet as pq
+
+    def read(cols):
+        with fsspec.parquet.open_parquet_file(url, columns=cols, engine="pyarrow") as f:
+            return pq.read_table(f, columns=cols)
+    return read
+
+
+def _polars(url):
+    import polars as pl
+    return lambda cols: pl.read_parquet(url, columns=cols).to_arrow()
+
+
+def _obstore(url):
+    try:
+        from obstore.fsspec import FsspecStore
+    except ImportError as e:
+        return f"obstore.fsspec: {e}"
+    import pyarrow.parquet as pq
+
+    def read(cols):
+        fs = FsspecStore("http", client_options={"allow_http": True}, skip_instance_cache=True)
+        with fs.open(url, "rb") as f:
+            return pq.read_table(f, columns=cols)
+    return read
+
+
+PEERS = {"pyarrow + fsspec (default)": _fsspec_default,
+         "pyarrow + fsspec, pre_buffer=False": _fsspec_no_prebuffer,
+         "fsspec.parquet + pyarrow": _fsspec_parquet,
+         "polars.read_parquet(url)": _polars,
+         "pyarrow + obstore.fsspec": _obstore}
+LOCAL_PEERS = {"pyarrow.parquet.read_table": lambda p: (
+    lambda cols: __import__("pyarrow.parquet").parquet.read_table(p, columns=cols)),
+    "polars.read_parquet": _polars}
+
+
+def _same(got, want, cols):
+    names = cols or want.column_names
+    if got.num_rows != want.num_rows or sorted(got.column_names) != sorted(names):
+        return False
+    return all(np.array_equal(got.column(c).to_numpy(), want.column(c).to_numpy()) for c in names)
+
+
+def _lat(s):
+    return "0" if s == 0 else f"{s * 1e3:g} ms"
+
+
+def run(cfg, tmp, bench):
+    """The workload; ``bench`` is bench/run.py (its case/interleave/log)."""
+    quick = cfg.quick
+    d = os.path.join(tmp, "parquet")
+    os.makedirs(os.path.join(d, BUCKET), exist_ok=True)
+    path = os.path.join(d, BUCKET, KEY)
+    want = write_file(path, quick)
+    size = os.path.getsize(path)
+    rounds = 2 if quick else 3
+    latencies = [0, 0.020] if quick else [0, 0.005, 0.020]
+    bench.log(f"[8] parquet: {size / MiB:.0f} MB, {NRG} row groups x {NCOLS} columns")
+    out = [*_cells(bench, None, path, want, rounds, size)]
+    for lat in latencies:
+        srv = Server(d, lat)
+        try:
+            out += _cells(bench, srv, path, want, rounds, size, lat)
+        finally:
+            srv.close()
+    return out
+
+
+def _cells(bench, srv, path, want, rounds, size, lat=None):
+    where = srv.url if srv else path
+    makers = {"colio.parquet.read_table": _colio, **(PEERS if srv else LOCAL_PEERS)}
+    out = []
+    for label, cols in (("3 of 30 columns", THREE), ("all 30 columns", None)):
+        fns, errors, counts = {}, {}, {}
+        for name, maker in makers.items():
+            try:
+                fn = maker(where)
+                if isinstance(fn, str):
+                    raise RuntimeError(fn)
+                if srv:
+                    srv.requests(reset=True)
+                ok = _same(fn(cols), want, cols)
+                if srv:
+                    counts[name] = srv.requests()
+                if not ok:
+                    raise AssertionError("read a different table")
+                fns[name] = fn
+            except Exception as e:  # noqa: BLE001 - a failing peer is reported
+                if name.startswith("colio"):
+                    raise
+                errors[name] = f"{type(e).__name__}: {str(e).strip()[:300]}"
+                bench.log(f"[8] {name}: {errors[name]}")
+        at = f"HTTP, {_lat(lat)}" if srv else "local file"
+        bench.log(f"[8] {label}, {at}: {len(fns)} methods x {rounds} rounds")
+        timed = {k: (lambda fn=fn: bench.timed(lambda: fn(cols))) for k, fn in fns.items()}
+        s = bench.interleave(timed, rounds)
+        note = ("server requests per read: " + ", ".join(f"{k} {v}" for k, v in counts.items())
+                if counts else None)
+        if note:
+            bench.log(f"[8] {label}, {at}: {note}")
+        peers = {k: k for k in makers if not k.startswith("colio")}
+        nbytes = size if cols is None else size * len(cols) // NCOLS
+        out.append(bench.case(8, "Parquet: read_table of a 20 x 30 file", f"{label}, {at}",
+                              "colio.parquet.read_table", peers, s, nbytes=nbytes,
+                              errors=errors, note=note))
+    return out

@@ -203,6 +203,58 @@ typedef struct colio_source_callbacks {
 int colio_source_from_callbacks(const colio_source_callbacks *cb, int64_t size,
                                 colio_source **out);
 
+/* Opens a remote object: url is http://, https:// (a presigned URL too) or
+ * s3://bucket/key. options is NULL or a NULL-terminated array of
+ * "key=value" C strings; an unknown key or a bad value is COLIO_EINVAL
+ * naming it. The result is an ordinary source: every read, readv, stream,
+ * Arrow and device call works on it. Reads are ranged GETs whose bodies
+ * land straight in the caller's buffer; they do not hold COLIO_NTHREADS
+ * worker slots: each source runs up to max_in_flight requests at once on
+ * its own, and splits ranges larger than request_size into parallel
+ * requests. The size, ETag and Last-Modified are taken at open (a HEAD,
+ * or a GET of byte 0 where HEAD is refused); a read of an object changed
+ * since (If-Match refused, another ETag, size or Last-Modified) fails with
+ * COLIO_EIO, errno ESTALE, "changed since open". A server that ignores
+ * Range, a wrong Content-Range or a body of the wrong length fails with
+ * COLIO_EIO, errno EPROTO; nothing is sliced or padded.
+ *
+ * Options (each also read from its environment variable when not given):
+ *   max_in_flight=N        requests in flight for this source
+ *                          (COLIO_REMOTE_MAX_IN_FLIGHT, default 256, at most 4096)
+ *   request_size=BYTES     part size of large reads (COLIO_REMOTE_REQUEST_SIZE, 8 MiB)
+ *   retries=N              attempts per request, the first included (COLIO_REMOTE_RETRIES, 5);
+ *                          retried: connection errors, timeouts, 429, 500, 502, 503, 504,
+ *                          with exponential backoff and jitter
+ *   connect_timeout=S      seconds, fractions allowed (COLIO_REMOTE_CONNECT_TIMEOUT, 10)
+ *   first_byte_timeout=S   request sent to response headers (COLIO_REMOTE_FIRST_BYTE_TIMEOUT, 30)
+ *   idle_timeout=S         longest gap between body bytes (COLIO_REMOTE_IDLE_TIMEOUT, 30)
+ *   request_timeout=S      one attempt overall (COLIO_REMOTE_REQUEST_TIMEOUT, 300)
+ *   ca_bundle=PATH         PEM roots added to the system's (COLIO_CA_BUNDLE, else
+ *                          AWS_CA_BUNDLE; SSL_CERT_FILE replaces the system roots)
+ *   size=BYTES             the object's size, if known: no request at open
+ *   header.NAME=VALUE      an extra request header
+ * s3:// only (an S3 option on an http(s) URL is COLIO_EINVAL):
+ *   key=, secret=, token=  static credentials; otherwise AWS's default chain
+ *                          (AWS_ACCESS_KEY_ID..., shared config and credentials
+ *                          files, web identity, instance metadata)
+ *   profile=NAME           shared-config profile (AWS_PROFILE)
+ *   anon=1                 unsigned requests (a public bucket)
+ *   endpoint_url=URL       another S3 (MinIO, R2, a local server; AWS_ENDPOINT_URL)
+ *   region=NAME            else AWS_REGION / the profile's, else asked of the bucket
+ *                          (x-amz-bucket-region), else us-east-1
+ *   path_style=1           path-style addressing (default 1 with an endpoint_url)
+ *   requester_pays=1       x-amz-request-payer: requester
+ *
+ * Errors (messages name the URL without credentials or query signature,
+ * the HTTP status and S3's error code and message): 404, NoSuchKey,
+ * NoSuchBucket: COLIO_ENOTFOUND, errno ENOENT. 401, 403, AccessDenied,
+ * SignatureDoesNotMatch, InvalidAccessKeyId, ExpiredToken, no credentials:
+ * COLIO_EIO, errno EACCES. Timeouts: COLIO_ETIMEDOUT, errno ETIMEDOUT.
+ * A refused connection (errno ECONNREFUSED) or an unknown host
+ * (EHOSTUNREACH): COLIO_EIO at once, not retried. Freeing the source fails
+ * its requests in flight with COLIO_ECLOSED instead of waiting for them. */
+int colio_source_open_url(const char *url, const char *const *options, colio_source **out);
+
 /* The source's current size in bytes. */
 int colio_source_size(colio_source *src, int64_t *out);
 

@@ -223,7 +223,7 @@ func (e *Engine) ReadVCoalesced(ctx context.Context, src *Source, ranges []ReadR
 	var parts int64
 	for _, sp := range spans {
 		sp.layout()
-		parts += split(sp.n, cfg.TaskSize, inlineSpan(src, sp, cfg))
+		parts += split(sp.n, partSize(src, cfg), inlineSpan(src, sp, cfg))
 	}
 	if err := src.users.acquire(parts, "source"); err != nil {
 		return nil, err
@@ -237,7 +237,7 @@ func (e *Engine) ReadVCoalesced(ctx context.Context, src *Source, ranges []ReadR
 	var queued []func()
 	for _, sp := range spans {
 		inline := inlineSpan(src, sp, cfg)
-		ts := cfg.TaskSize
+		ts := partSize(src, cfg)
 		if inline {
 			ts = sp.n
 		}
@@ -277,6 +277,15 @@ func (e *Engine) ReadVCoalesced(ctx context.Context, src *Source, ranges []ReadR
 	return out, nil
 }
 
+// partSize is the size of the parts a span is split into: the source's
+// own (a remote source's request_size) or task_size.
+func partSize(src *Source, cfg *config.Config) int64 {
+	if src.traits.PartSize > 0 {
+		return src.traits.PartSize
+	}
+	return cfg.TaskSize
+}
+
 func inlineSpan(src *Source, sp *span, cfg *config.Config) bool {
 	return src.traits.Fast && sp.n <= cfg.SmallReadThreshold
 }
@@ -284,9 +293,12 @@ func inlineSpan(src *Source, sp *span, cfg *config.Config) bool {
 func (e *Engine) submitSpanPart(ctx context.Context, src *Source, sp *span, a, b int64) {
 	task := func(wctx context.Context) { e.runSpanPart(wctx, src, sp, a, b) }
 	var err error
-	if src.serial != nil {
+	switch {
+	case src.net != nil: // see submit
+		err = src.net.Submit(context.Background(), task)
+	case src.serial != nil:
 		err = src.serial.submit(e.pool, ctx, task)
-	} else {
+	default:
 		err = e.pool.Submit(ctx, task)
 	}
 	if err != nil { // too deep a nesting: fail the part here

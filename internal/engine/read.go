@@ -68,6 +68,7 @@ func (e *Engine) readV(ctx context.Context, src *Source, ranges []ReadRange, hel
 	}
 	cfg := e.cfg.Load()
 	fast := src.traits.Fast
+	ts := partSize(src, cfg)
 	out := make([]*future.Future, len(ranges))
 	for i, r := range ranges {
 		n := min(int64(len(r.Buf)), size-r.Off)
@@ -76,14 +77,14 @@ func (e *Engine) readV(ctx context.Context, src *Source, ranges []ReadRange, hel
 			out[i] = future.Completed(e.notifier, 0, nil)
 			continue
 		}
-		req := &request{io: src.readAt, p: r.Buf[:n], off: r.Off, users: &src.users, isRead: true, end: size, onClosed: !held, serial: src.serial}
+		req := &request{io: src.readAt, p: r.Buf[:n], off: r.Off, users: &src.users, isRead: true, end: size, onClosed: !held, serial: src.serial, net: src.net}
 		inline := fast && n <= cfg.SmallReadThreshold
 		if held {
-			src.users.join(split(n, cfg.TaskSize, inline))
-			out[i] = e.submit(ctx, req, inline, cfg.TaskSize)
+			src.users.join(split(n, ts, inline))
+			out[i] = e.submit(ctx, req, inline, ts)
 			continue
 		}
-		if err := src.users.acquire(split(n, cfg.TaskSize, inline), "source"); err != nil {
+		if err := src.users.acquire(split(n, ts, inline), "source"); err != nil {
 			if i == 0 {
 				return nil, err
 			}
@@ -93,7 +94,7 @@ func (e *Engine) readV(ctx context.Context, src *Source, ranges []ReadRange, hel
 			}
 			return out, nil
 		}
-		out[i] = e.submit(ctx, req, inline, cfg.TaskSize)
+		out[i] = e.submit(ctx, req, inline, ts)
 	}
 	return out, nil
 }

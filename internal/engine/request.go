@@ -8,6 +8,7 @@ import (
 
 	"github.com/colio-dev/colio/internal/errs"
 	"github.com/colio-dev/colio/internal/future"
+	"github.com/colio-dev/colio/internal/pool"
 )
 
 // Append, as a write offset, asks the sink for the next append offset.
@@ -25,9 +26,10 @@ type request struct {
 	users    *users
 	isRead   bool
 	end      int64 // reads: the source's size when the read was planned
-	onClosed bool // fail parts that start after Close
+	onClosed bool  // fail parts that start after Close
 	sink     *Sink
-	serial   *serial // non-nil for sources and sinks that take one call at a time
+	serial   *serial    // non-nil for sources and sinks that take one call at a time
+	net      *pool.Pool // non-nil for sources with latency: runs the parts instead of e.pool
 }
 
 func checkRange(off int64, n int, what string) error {
@@ -71,9 +73,16 @@ func (e *Engine) submit(ctx context.Context, r *request, inline bool, ts int64) 
 			b := min(a+ts, n)
 			task := func(wctx context.Context) { e.runPart(wctx, r, a, b) }
 			var err error
-			if r.serial != nil {
+			switch {
+			case r.net != nil:
+				// Level 0 of the source's own pool whatever the
+				// caller's level: remote parts never re-enter colio,
+				// so nothing queued there can wait on what is behind
+				// it.
+				err = r.net.Submit(context.Background(), task)
+			case r.serial != nil:
 				err = r.serial.submit(e.pool, ctx, task)
-			} else {
+			default:
 				err = e.pool.Submit(ctx, task)
 			}
 			if err != nil {

@@ -3,6 +3,7 @@ package engine
 import (
 	"sync/atomic"
 
+	"github.com/colio-dev/colio/internal/pool"
 	"github.com/colio-dev/colio/internal/source"
 )
 
@@ -17,6 +18,10 @@ type Source struct {
 	traits source.Traits
 	users  users
 	serial *serial
+	// net runs the parts of a source with latency (Traits.InFlight): a
+	// pool of its own, so that its requests do not hold the engine's
+	// COLIO_NTHREADS slots while they wait on the network.
+	net *pool.Pool
 
 	meter    meter                            // latency seen, for the coalescing hole
 	coalesce atomic.Pointer[coalesceSettings] // per-source override (SetCoalesce)
@@ -25,7 +30,10 @@ type Source struct {
 // NewSource wraps s. The engine owns it from now on and closes it.
 func NewSource(s source.Source) *Source {
 	src := &Source{src: s, traits: s.Traits()}
-	if !src.traits.Concurrent {
+	switch {
+	case src.traits.InFlight > 0:
+		src.net = pool.New(src.traits.InFlight)
+	case !src.traits.Concurrent:
 		src.serial = &serial{}
 	}
 	return src
@@ -49,6 +57,12 @@ func (s *Source) Traits() source.Traits { return s.traits }
 // Close waits for running operations and closes the source. Closing twice
 // is harmless and returns nil.
 func (s *Source) Close() error {
+	// A source with latency fails its requests in flight instead (with a
+	// Closed error), so that closing does not wait out a silent server's
+	// timeouts.
+	if a, ok := s.src.(interface{ Abort() }); ok && !s.users.closed.Load() {
+		a.Abort()
+	}
 	if !s.users.waitIdle(true) {
 		return nil
 	}

@@ -13,6 +13,16 @@ type Traits struct {
 	// Concurrent sources accept ReadAt from many goroutines at once.
 	// Others are called one at a time (the source serialises itself).
 	Concurrent bool
+	// InFlight > 0 marks a source whose requests wait on a network, not
+	// on a disk or a CPU (HTTP, S3): the engine runs its parts on
+	// goroutines of its own, at most InFlight at once for the source,
+	// instead of on the COLIO_NTHREADS pool slots, which latency would
+	// otherwise hold idle. Its ReadAt must not re-enter colio.
+	InFlight int
+	// PartSize > 0 replaces task_size for this source: the size of the
+	// parts a large read is split into (for remote sources, one request
+	// each).
+	PartSize int64
 }
 
 // Source is a random-access byte source. Every implementation is safe for

@@ -71,6 +71,11 @@ func (s *Server) authorised(w http.ResponseWriter, r *http.Request, p string) bo
 			"The AWS Access Key Id you provided does not exist in our records.", p)
 		return false
 	}
+	if parts[2] != s.opt.Region {
+		s3Error(w, r, http.StatusBadRequest, "AuthorizationHeaderMalformed",
+			"the region '"+parts[2]+"' is wrong; expecting '"+s.opt.Region+"'", p)
+		return false
+	}
 	when, err := time.Parse("20060102T150405Z", r.Header.Get("X-Amz-Date"))
 	if err != nil {
 		s3Error(w, r, http.StatusForbidden, "AccessDenied", "bad or missing X-Amz-Date", p)

@@ -186,6 +186,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, p string, f fault
 		s3Error(w, r, http.StatusMethodNotAllowed, "MethodNotAllowed", "only GET and HEAD are served", p)
 		return
 	}
+	// S3 names the bucket's region in every answer about it, refusals
+	// included, which is how a client without a region finds it.
+	w.Header().Set("x-amz-bucket-region", s.opt.Region)
 	if f.apply(s, w, r, p) {
 		s.faults.Add(1)
 		return
@@ -200,7 +203,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, p string, f fault
 	switch {
 	case err == nil && st.IsDir() && key == "" && bucket != "":
 		// HEAD/GET /bucket: what region discovery asks.
-		w.Header().Set("x-amz-bucket-region", s.opt.Region)
 		w.WriteHeader(http.StatusOK)
 		return
 	case err == nil && st.IsDir():
@@ -263,7 +265,7 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, name string, 
 		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", cs, cs+n-1, size))
 	}
 	body := n
-	if f.short && n > 0 {
+	if f.short && ranged && r.Method == http.MethodGet && n > 0 {
 		body = n - 1 // an honest length, but fewer bytes than the range
 	}
 	h.Set("Content-Length", strconv.FormatInt(body, 10))

@@ -1,0 +1,43 @@
+// Package remote reads HTTP(S) and S3 objects for the engine: ranged GETs
+// whose bodies land straight in the caller's buffer.
+//
+// The bound. A remote request spends almost all of its time waiting on the
+// network, so letting it hold one of the COLIO_NTHREADS pool slots would
+// cap a fan-out at that many requests in flight (8 by default) however
+// many the latency calls for. A remote source therefore declares
+// Traits.InFlight, and the engine runs its parts on a pool of the source's
+// own, bounded by max_in_flight (COLIO_REMOTE_MAX_IN_FLIGHT) per source.
+// A waiting request costs a goroutine and a socket, not an OS thread (Go's
+// network poller parks it), so the OS-thread bound of package pool does
+// not apply, and remote requests never re-enter colio, so the source's
+// pool needs no levels: nothing in it waits on anything queued behind it.
+// The transport keeps max_in_flight connections per host alive (HTTP/1.1
+// needs one per request in flight; HTTP/2, offered over TLS, multiplexes).
+// Ranges larger than request_size are split into parallel requests of
+// that size (Traits.PartSize replaces task_size).
+//
+// The default of 256 in flight comes from a sweep on the 2-core
+// reference machine (docs/remote.md): 1000 reads of 64 KiB against the
+// loopback server of package remotetest with 20 ms latency per request;
+// the time falls with the limit until latency stops being the bottleneck
+// and the machine's two cores are, and grows a little past it.
+//
+// What a read may return is strict. Every response is checked against
+// what was asked: a 200 to a ranged GET (a server that ignores Range), a
+// Content-Range other than the range asked, a body longer or shorter than
+// its range, and an object whose ETag or Last-Modified differs from the
+// ones at open (If-Match is sent, and the answer's ETag checked too for
+// servers that ignore it) are errors, never sliced, padded or mixed.
+//
+// Time is bounded. Connect, first-byte (response headers), idle (longest
+// gap between body bytes) and per-attempt request timeouts, and at most
+// `retries` attempts with exponential backoff and jitter for connection
+// errors, timeouts, 429 and 5xx; a retry after a body cut short asks only
+// for the bytes still missing. Refused connections and unknown hosts fail
+// at once. Closing the source aborts its requests in flight.
+//
+// S3 uses the SDK only for what must not be hand-written: the SigV4
+// signer and the credential chain (config.LoadDefaultConfig). Errors name
+// the URL without credentials or query signatures, the HTTP status and
+// S3's error code and message.
+package remote

@@ -277,7 +277,7 @@ def _raise_read_error(src, rc):
     exc = None
     if rc in (_lib.ECALLBACK, _lib.EIO):
         exc = src._take_callback_error(0, 1 << 63)
-    raise exc if exc is not None else last_error(rc)
+    raise exc if exc is not None else src._fail(rc)
 
 
 def read_ranges_arrow(src, ranges) -> ArrowData:

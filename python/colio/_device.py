@@ -174,7 +174,7 @@ def _submit(owner, fn, dev: DeviceBuffer, n: int, off: int, what: str):
     if rc:
         if rc == _lib.ENOTSUP and L.colio_has_cuda() != 1:
             raise _not_supported(L, what)
-        raise last_error(rc)
+        raise owner._fail(rc)
     fut = F.Future()
     fut._pin = dev.obj  # the array stays alive until the future is done
     fut._addr, fut._size = dev.ptr, n

@@ -48,6 +48,17 @@ class Handle:
                 f"colio: I/O operation on a closed {self._what} ({self.name or self.kind})")
         return self._handle
 
+    def _fail(self, rc: int):
+        """The exception for a failed call on this handle. A call that
+        raced close() on another thread reached the library after the
+        handle was freed, and the library says "not a valid handle"
+        (EINVAL); for the caller that is a closed handle, not a bad
+        argument."""
+        if rc == _lib.EINVAL and self._closed:
+            return ClosedError(
+                f"colio: I/O operation on a closed {self._what} ({self.name or self.kind})")
+        return last_error(rc)
+
     def _forget(self) -> None:
         """In a forked child: drops what points at the parent's library."""
         self._handle = None

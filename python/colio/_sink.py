@@ -57,7 +57,7 @@ class Sink(Handle):
         h = c_void_p()
         rc = L.colio_write_async(self._h(), addr, n, off, byref(h))
         if rc:
-            raise last_error(rc)
+            raise self._fail(rc)
         fut = _future.Future()
         fut._pin, fut._addr, fut._size, fut._owner = pin, addr, n, self
         if offset is None:
@@ -79,7 +79,7 @@ class Sink(Handle):
         out = c_int64(0)
         rc = L.colio_write(self._h(), addr, n, off, byref(out))
         if rc:
-            raise last_error(rc)
+            raise self._fail(rc)
         return out.value
 
     def flush(self, fsync: bool = False) -> None:
@@ -88,7 +88,7 @@ class Sink(Handle):
         L = lib()
         rc = L.colio_sink_flush(self._h(), 1 if fsync else 0)
         if rc:
-            raise last_error(rc)
+            raise self._fail(rc)
 
     @property
     def size(self) -> int:
@@ -97,7 +97,7 @@ class Sink(Handle):
         out = c_int64(0)
         rc = L.colio_sink_size(self._h(), byref(out))
         if rc:
-            raise last_error(rc)
+            raise self._fail(rc)
         return out.value
 
     def close(self) -> None:

@@ -95,7 +95,7 @@ class Source(Handle):
             return exc
 
     def _error(self, rc: int, addr: int, size: int):
-        err = last_error(rc)
+        err = self._fail(rc)
         if rc == _lib.ECALLBACK or rc == _lib.EIO:
             exc = self._take_callback_error(addr, size)
             if exc is not None:
@@ -278,7 +278,7 @@ class Source(Handle):
         flags = 0 if self._keep_errors or self._captures is not None else _COALESCE
         rc = L.colio_readv_async_ex(self._h(), arr, n, flags, hs)
         if rc:
-            raise last_error(rc)
+            raise self._fail(rc)
         futs = []
         owner = self
         track = F.track
@@ -304,7 +304,7 @@ class Source(Handle):
         L = _lib.L or _lib.load()
         rc = L.colio_source_set_coalesce(self._h(), h, m)
         if rc:
-            raise last_error(rc)
+            raise self._fail(rc)
 
     @property
     def coalescing(self) -> "tuple[int, int]":
@@ -313,7 +313,7 @@ class Source(Handle):
         h, m = c_int64(0), c_int64(0)
         rc = L.colio_source_get_coalesce(self._h(), byref(h), byref(m))
         if rc:
-            raise last_error(rc)
+            raise self._fail(rc)
         return h.value, m.value
 
     def stream(self, offset: int = 0, buffer_size: int | None = None, depth: int | None = None):

@@ -94,7 +94,7 @@ class RawStream(io.RawIOBase):
                                  0 if buffer_size is None else index(buffer_size, "buffer_size"),
                                  0 if depth is None else index(depth, "depth"), byref(h))
         if rc:
-            raise last_error(rc)
+            raise src._fail(rc)
         self._handle = h.value
         self._n = c_int64(0)
 

@@ -75,7 +75,7 @@ class Server:
 def write_file(path, quick):
     import pyarrow as pa
     import pyarrow.parquet as pq
-    rows = (20 if quick else 200) * MiB // (NCOLS * 8)
+    rows = (16 if quick else 160) * MiB // (NCOLS * 8)  # ~200 MB on disk (page overhead)
     rows -= rows % NRG
     rng = np.random.default_rng(16)
     t = pa.table({f"c{i:02d}": rng.random(rows) for i in range(NCOLS)})

@@ -327,6 +327,15 @@ def read_table(where, columns=None, filters=None, row_groups=None, **storage_opt
     too (an expression's: every column). ``row_groups`` reads only those
     row groups, in that order, as ``ParquetFile.read_row_groups`` does."""
     import pyarrow.parquet as pq
+    if _is_local_path(where, storage_options):
+        # No latency to hide: pyarrow's own reader of the file is faster
+        # than any file object over prefetched bytes (measured 0.7-0.8x in
+        # bench workload 8), so the path goes to it.
+        if row_groups is None:
+            return pq.read_table(os.fspath(where), columns=columns, filters=filters)
+        t = pq.ParquetFile(os.fspath(where)).read_row_groups(list(row_groups), columns=columns
+                                                              if filters is None else None)
+        return t if filters is None else _filtered(t, filters, columns)
     need = columns
     if filters is not None and columns is not None:
         named = _filter_columns(filters) if isinstance(filters, list) else None
@@ -342,11 +351,21 @@ def read_table(where, columns=None, filters=None, row_groups=None, **storage_opt
             return pq.read_table(f, columns=columns, filters=filters, pre_buffer=False)
         t = pq.ParquetFile(f, metadata=f.metadata, pre_buffer=False).read_row_groups(
             list(row_groups), columns=need)
-    if filters is None:
-        return t
+    return t if filters is None else _filtered(t, filters, columns)
+
+
+def _filtered(t, filters, columns):
+    import pyarrow.parquet as pq
     expr = pq.filters_to_expression(filters) if isinstance(filters, list) else filters
     t = t.filter(expr)
     return t if columns is None else t.select(list(columns))
+
+
+def _is_local_path(where, storage_options):
+    if storage_options or not isinstance(where, (str, bytes, os.PathLike)):
+        return False
+    p = os.fsdecode(where)
+    return "://" not in p and "::" not in p
 
 
 def _filter_columns(filters):

@@ -62,6 +62,8 @@ def test_every_column_subset(pfile):
     for cols in [None, *map(list, subsets(COLUMNS)), ["st.x"], ["lst", "st.y"]]:
         want = pq.read_table(pfile, columns=cols)
         assert cpq.read_table(pfile, columns=cols).equals(want), cols
+        with colio.source(pfile) as src:  # a Source: the prefetch path, not pyarrow's own
+            assert cpq.read_table(src, columns=cols).equals(want), cols
         with cpq.open(pfile, columns=cols) as f:  # pyarrow on the file object
             assert pq.read_table(f, columns=cols).equals(want), cols
             assert f.misses == 0, f"{cols}: {f.misses} reads fell through the prefetch"
@@ -75,6 +77,8 @@ def test_every_row_group_subset(pfile):
         for cols in [None, ["id"], ["lst", "cat"], ["st"]]:
             want = pq.ParquetFile(pfile).read_row_groups(rgs, columns=cols)
             assert cpq.read_table(pfile, columns=cols, row_groups=rgs).equals(want), (rgs, cols)
+            with colio.source(pfile) as src:
+                assert cpq.read_table(src, columns=cols, row_groups=rgs).equals(want), (rgs, cols)
             with cpq.open(pfile, columns=cols, row_groups=rgs) as f:
                 got = pq.ParquetFile(f, metadata=f.metadata).read_row_groups(rgs, columns=cols)
                 assert got.equals(want)
@@ -86,12 +90,17 @@ def test_filters(pfile):
     for cols in [None, ["txt"], ["id", "st"]]:
         want = pq.read_table(pfile, columns=cols, filters=flt)
         assert cpq.read_table(pfile, columns=cols, filters=flt).equals(want)
+        with colio.source(pfile) as src:
+            assert cpq.read_table(src, columns=cols, filters=flt).equals(want)
     expr = pa.compute.field("id") < 100
     assert cpq.read_table(pfile, columns=["lst"], filters=expr).equals(
         pq.read_table(pfile, columns=["lst"], filters=expr))
-    rg = cpq.read_table(pfile, columns=["txt"], filters=flt, row_groups=[1])
     ref = pq.ParquetFile(pfile).read_row_groups([1]).filter(pq.filters_to_expression(flt))
-    assert rg.equals(ref.select(["txt"]))
+    assert cpq.read_table(pfile, columns=["txt"], filters=flt, row_groups=[1]).equals(
+        ref.select(["txt"]))
+    with colio.source(pfile) as src:
+        assert cpq.read_table(src, columns=["txt"], filters=flt, row_groups=[1]).equals(
+            ref.select(["txt"]))
 
 
 def test_unselected_bytes_fall_through(pfile, monkeypatch):

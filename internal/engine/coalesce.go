@@ -83,11 +83,15 @@ func coalescing(src *Source, cfg *config.Config) (hole, max int64) {
 
 // autoHole is the hole worth reading instead of making another request:
 // a request costs its latency L, and the bytes of a hole cost 1/B each,
-// so Arrow's "network metrics" idea gives L x B. colio runs `threads`
-// requests at once, so one more request costs about L/threads of the
-// fan-out's time, and the hole is L x B / threads (20 ms at 400 MB/s with
-// 8 threads: 1 MB). Local files and memory answer at once: 0.
+// so Arrow's "network metrics" idea gives L x B. colio runs P requests
+// at once (the source's own in-flight bound, else threads), so one more
+// request costs about L/P of the fan-out's time, and the hole is
+// L x B / P (20 ms at 400 MB/s with 8 at once: 1 MB). Local files and
+// memory answer at once: 0.
 func autoHole(src *Source, threads int) int64 {
+	if src.traits.InFlight > 0 {
+		threads = src.traits.InFlight
+	}
 	if src.traits.Fast {
 		return 0
 	}

@@ -199,6 +199,14 @@ func TestAutoHole(t *testing.T) {
 	if h, _ := e.Coalescing(slow); h != int64(0.020*(4<<20)/0.010/8) {
 		t.Fatalf("measured hole %d", h)
 	}
+	// A source that runs its own requests (remote: Traits.InFlight)
+	// divides by its bound, not by threads.
+	wide := NewSource(&inflightSource{SlowSource: fakes.SlowSource{Data: make([]byte, 10)}})
+	wide.meter.record(4<<20, 30*time.Millisecond)
+	wide.meter.record(64<<10, 20*time.Millisecond)
+	if h, _ := e.Coalescing(wide); h != int64(0.020*(4<<20)/0.010/64) {
+		t.Fatalf("in-flight-bound hole %d", h)
+	}
 	if err := e.Set(config.KeyCoalesceHole, 123); err != nil {
 		t.Fatal(err)
 	}
@@ -262,3 +270,10 @@ type shrunk struct {
 }
 
 func (s *shrunk) Size() (int64, error) { return s.size, nil }
+
+// inflightSource declares its own in-flight bound, as remote sources do.
+type inflightSource struct{ fakes.SlowSource }
+
+func (s *inflightSource) Traits() source.Traits {
+	return source.Traits{Concurrent: true, InFlight: 64}
+}

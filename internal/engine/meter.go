@@ -15,7 +15,13 @@ type meter struct {
 	mu      sync.Mutex
 	calls   int64
 	minTime time.Duration
-	bestBps float64
+	large   [16]sample // the latest reads large enough to show a rate
+	nlarge  int
+}
+
+type sample struct {
+	n int64
+	d time.Duration
 }
 
 // minRateSample is the smallest read whose rate is believed: below it the
@@ -30,18 +36,24 @@ func (m *meter) record(n int64, d time.Duration) {
 		m.minTime = d
 	}
 	if n >= minRateSample {
-		if t := (d - m.minTime).Seconds(); t > 0 {
-			m.bestBps = max(m.bestBps, float64(n)/t)
-		}
+		m.large[m.nlarge%len(m.large)] = sample{n, d}
+		m.nlarge++
 	}
 }
 
 // estimate returns the latency and throughput measured so far (bps 0 when
 // no read was large enough to say); ok is false before the first call.
+// The rate is taken past the latency known now, so the order in which
+// small and large reads came does not matter.
 func (m *meter) estimate() (lat time.Duration, bps float64, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.minTime, m.bestBps, m.calls > 0
+	for _, s := range m.large[:min(m.nlarge, len(m.large))] {
+		if t := (s.d - m.minTime).Seconds(); t > 0 {
+			bps = max(bps, float64(s.n)/t)
+		}
+	}
+	return m.minTime, bps, m.calls > 0
 }
 
 // readAt is the source's ReadAt, timed when the source has latency.

@@ -78,8 +78,9 @@ class ColioIsADirectoryError(ColioError, IsADirectoryError):
 
 
 class ColioConnectionError(ColioError, ConnectionError):
-    """A remote end point could not be reached (refused, unreachable, reset)
-    when a source was opened; the original error is its ``__cause__``."""
+    """A remote end point could not be reached (refused, unreachable, reset):
+    COLIO_EIO with that errno from a native remote source, or an fsspec
+    back end's error at open (then the original is its ``__cause__``)."""
     default_code = _lib.EIO
 
 
@@ -164,6 +165,12 @@ _BY_ERRNO = {
     _errno.EISDIR: ColioIsADirectoryError,
     _errno.ENOSPC: NoSpaceError,
     _errno.ETIMEDOUT: ColioTimeoutError,
+    # remote sources (colio_source_open_url): the end point was not reached
+    _errno.ECONNREFUSED: ColioConnectionError,
+    _errno.ECONNRESET: ColioConnectionError,
+    _errno.ECONNABORTED: ColioConnectionError,
+    _errno.EHOSTUNREACH: ColioConnectionError,
+    _errno.ENETUNREACH: ColioConnectionError,
 }
 
 

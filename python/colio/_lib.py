@@ -192,6 +192,7 @@ FUNCTIONS = {
     "colio_source_open_file": (c_int, [c_char_p, _p_handle]),
     "colio_source_from_memory": (c_int, [c_void_p, c_int64, _p_handle]),
     "colio_source_from_callbacks": (c_int, [POINTER(SourceCallbacks), c_int64, _p_handle]),
+    "colio_source_open_url": (c_int, [c_char_p, POINTER(c_char_p), _p_handle]),
     "colio_source_size": (c_int, [handle_p, _p_i64]),
     "colio_source_free": (c_int, [handle_p]),
     # reads

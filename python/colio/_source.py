@@ -355,6 +355,11 @@ class Source(Handle):
     # -- lifetime -------------------------------------------------------------
 
     _keep_errors = False  # True for sources backed by Python callbacks
+
+    @property
+    def backend(self) -> str:
+        """"fsspec" where fsspec makes the requests, else "native"."""
+        return "fsspec" if self.kind == "fsspec" else "native"
     _captures = None      # fsspec sources: zero-copy results (see _fsspec.py)
 
     def close(self) -> None:
@@ -410,12 +415,18 @@ def _open_file(path: str) -> Source:
     return Source(h.value, "file", (_open_file, (path,)), name=path)
 
 
-def source(path_or_url, **storage_options) -> Source:
+def source(path_or_url, *, backend: str = "auto", **storage_options) -> Source:
     """Opens a source: a local path gives a native file source (pread on
-    colio's workers); a URL ``scheme://...`` gives an fsspec source
-    (storage_options go to the file system)."""
+    colio's workers); an ``http://``, ``https://`` or ``s3://`` URL a native
+    remote source (the engine makes the requests; see colio._remote) when
+    every storage option is one it understands, and any other URL
+    ``scheme://...`` an fsspec source (storage_options go to the file
+    system). ``backend`` ("auto", "native" or "fsspec") forces one for
+    URLs; ``src.backend`` says which was taken."""
     if isinstance(path_or_url, Source):
         return path_or_url
+    from . import _remote
+    _remote.check_backend(backend, "colio.source()")
     if not isinstance(path_or_url, (str, bytes, os.PathLike)):
         raise TypeError("colio.source() takes a path or URL; use colio.from_buffer, "
                         "colio.from_callable or colio.from_fsspec for "
@@ -426,6 +437,9 @@ def source(path_or_url, **storage_options) -> Source:
         scheme = path.split("://", 1)[0] if "://" in path else ""
         if scheme in ("file", "local") and not storage_options and "::" not in path:
             return _open_file(path.split("://", 1)[1])
+        native = _remote.choose(path, backend, storage_options, "colio.source()")
+        if native is not None:
+            return native
         # fsspec and its back ends raise their own errors (botocore's,
         # aiohttp's, a bare ValueError); users catch colio's and the
         # built-in ones, so they are translated, the original chained.
@@ -441,6 +455,9 @@ def source(path_or_url, **storage_options) -> Source:
     if storage_options:
         raise TypeError("colio.source(): storage options apply to URLs only, not to the "
                         f"local path {path!r}")
+    if backend == "fsspec":
+        raise InvalidArgumentError("colio.source(): backend='fsspec' applies to URLs; a local "
+                                   f"path is read natively ({path!r})")
     return _open_file(path)
 
 

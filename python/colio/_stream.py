@@ -361,14 +361,18 @@ def _local(path_or_url, storage_options):
 
 def open(path_or_url, mode: str = "rb", buffer_size: int | None = None,
          depth: int | None = None, *, encoding: str | None = None, errors: str | None = None,
-         newline: str | None = None, size: int | None = None, **storage_options):
+         newline: str | None = None, size: int | None = None, backend: str = "auto",
+         **storage_options):
     """Opens a local path or fsspec URL for reading with read-ahead, like
     ``open`` and ``fsspec.open``. ``mode`` is "rb" (an ``io.BufferedReader``)
     or "r"/"rt" (an ``io.TextIOWrapper`` over it). ``buffer_size`` and
     ``depth`` size the read-ahead (defaults: 1 MiB, 4 buffers). ``size``
     tells a URL's size where the file system cannot (unknown sizes are read
     as a stream, as fsspec does). FIFOs, devices, /proc and /sys files and
-    empty files are read as streams, without read-ahead."""
+    empty files are read as streams, without read-ahead. http, https and
+    s3 URLs are read by the engine when it understands every storage
+    option; ``backend`` ("auto", "native", "fsspec") decides as for
+    colio.source."""
     if mode not in ("rb", "r", "rt"):
         raise InvalidArgumentError(
             f"colio.open: mode {mode!r} is not supported: colio streams read ('rb', 'r' or "
@@ -377,6 +381,8 @@ def open(path_or_url, mode: str = "rb", buffer_size: int | None = None,
         raise InvalidArgumentError("colio.open: encoding, errors and newline apply to text mode")
     if not isinstance(path_or_url, (str, bytes, os.PathLike)):
         raise TypeError(f"colio.open() takes a path or URL, not {type(path_or_url).__name__}")
+    from . import _remote
+    _remote.check_backend(backend, "colio.open()")
     local = _local(path_or_url, storage_options)
     if local is not None:
         if size is not None:
@@ -386,7 +392,25 @@ def open(path_or_url, mode: str = "rb", buffer_size: int | None = None,
     else:
         if size is not None:
             size = index(size, "size")
-        f = _open_url(os.fsdecode(path_or_url), size, buffer_size, depth, storage_options)
+        url = os.fsdecode(path_or_url)
+        opts = storage_options if size is None else {**storage_options, "size": size}
+        try:
+            src = _remote.choose(url, backend, opts, "colio.open()")
+        except ColioError as e:
+            # A server that does not say the size as the native source needs
+            # it (no length, no total in Content-Range): read as a stream, as
+            # fsspec.open reads it, unless the native source was asked for.
+            if backend != "auto" or e.errno != _errno.EPROTO:
+                raise
+            src = None
+        if src is not None:
+            try:
+                f = stream(src, 0, buffer_size, depth, owns_source=True, name=src.name)
+            except BaseException:
+                src.close()
+                raise
+        else:
+            f = _open_url(url, size, buffer_size, depth, storage_options)
     if mode == "rb":
         return f
     t = io.TextIOWrapper(f, encoding=encoding, errors=errors, newline=newline)

@@ -210,7 +210,9 @@ def test_cp_source_changing_size_is_an_error(tmp_path, bad_server, mode):
     dst = existing(tmp_path)
     r = cli("cp", bad_server.url, dst, "-q", "--chunk-size", 1 << 18)
     assert r.returncode != 0
-    assert "while copying" in one_line(r) or "short" in r.stderr, r.stderr
+    line = one_line(r)  # the native HTTP source (issue 14) finds it in the next response
+    assert ("while copying" in line or "short" in r.stderr or "changed since open" in line
+            or "Content-Range" in line), line
     assert_untouched(tmp_path, dst)
 
 

@@ -44,8 +44,8 @@ def test_http_every_call_byte_exact(server, httpfs, ref, via):
 
 
 def test_http_url_source(server, ref):
-    with colio.source(server.url + "/ref.bin") as s:
-        assert s.via == "loop"
+    with colio.source(server.url + "/ref.bin", backend="fsspec") as s:
+        assert s.via == "loop" and s.backend == "fsspec"
         assert s.read(100, 200) == ref[100:300]
 
 

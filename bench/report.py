@@ -10,7 +10,7 @@ import shutil
 import statistics
 
 WORKLOAD_NAMES = {1: "Large local read", 2: "Fan-out with latency", 3: "Writes",
-                  4: "Small reads", 5: "First call"}
+                  4: "Small reads", 5: "First call", 6: "Remote reads"}
 EVEN = 1.03  # a ratio under this is "not ahead": behind (< 1) or even (within 3 %)
 
 

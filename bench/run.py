@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """colio against its peers, in one run (`make bench`; `--quick` for a smoke run).
 
-Five workloads (see BENCHMARKS.md for what each measures and why):
+Seven workloads (see BENCHMARKS.md for what each measures and why):
 
 1. large local read, 1 GiB into a preallocated buffer, warm and cold
 2. fan-out reads with injected latency (0, 100 us, 500 us, 2 ms)
@@ -10,6 +10,9 @@ Five workloads (see BENCHMARKS.md for what each measures and why):
 4. small reads: 4 KiB random reads from C and from Python; the inline-vs-pool
    crossover
 5. first call: `import colio` to the first completed read
+6. remote reads: native HTTP and S3 sources against fsspec, s3fs, obstore,
+   requests and KvikIO, on a loopback server with 0, 5 and 20 ms latency
+   (bench/remote.py)
 7. colio:: URLs: Dask read_parquet/read_csv and a zarr array over a loopback
    HTTP server with 5 and 20 ms latency, against the plain URLs
    (bench/fsspec_fs.py)
@@ -821,6 +824,11 @@ class Config:
             self.first_rounds = 15
 
 
+def wl_remote(cfg, tmp):
+    import remote  # bench/remote.py (issue 14)
+    return remote.run(cfg, tmp, sys.modules[__name__])
+
+
 def wl_fsspec_fs(cfg, tmp):
     import fsspec_fs  # bench/fsspec_fs.py (issue 17)
     return fsspec_fs.run(cfg, tmp, sys.modules[__name__])
@@ -832,13 +840,13 @@ def wl_parquet(cfg, tmp):
 
 
 WORKLOADS = {1: wl_large_read, 2: wl_fanout, 3: wl_writes, 4: wl_small, 5: wl_first_call,
-             7: wl_fsspec_fs, 8: wl_parquet}
+             6: wl_remote, 7: wl_fsspec_fs, 8: wl_parquet}
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, few rounds (< 1 minute)")
-    ap.add_argument("--only", default="1,2,3,4,5,7,8", help="workloads to run, e.g. 1,4")
+    ap.add_argument("--only", default="1,2,3,4,5,6,7,8", help="workloads to run, e.g. 1,4")
     ap.add_argument("--publish", action="store_true",
                     help="rewrite BENCHMARKS.md's tables and docs/bench/*.png from this run")
     ap.add_argument("--brief", action="store_true", help="print a summary, not the tables")

@@ -17,10 +17,15 @@
 // that size (Traits.PartSize replaces task_size).
 //
 // The default of 256 in flight comes from a sweep on the 2-core
-// reference machine (docs/remote.md): 1000 reads of 64 KiB against the
-// loopback server of package remotetest with 20 ms latency per request;
-// the time falls with the limit until latency stops being the bottleneck
-// and the machine's two cores are, and grows a little past it.
+// reference machine (TestSweepInFlight, COLIO_REMOTE_SWEEP=1; docs/remote.md):
+// 1000 reads of 64 KiB against the remotetest server with 20 ms latency,
+// best of 3, three runs under other load: 16: 1350 ms, 32: 690, 64: 360,
+// 128: 185-215, 192: 130-195, 256: 129-252 (129 and 139 in two runs of
+// three, the Go client floor of issue 14 being 134 ms), 384: 142-275,
+// 512: 166-254. Time halves with each doubling while latency is the
+// bound, up to about 1000 requests / (20 ms / request) in flight; past
+// 256 the two cores, not the latency, are the bottleneck and more
+// goroutines and sockets only add scheduling noise.
 //
 // What a read may return is strict. Every response is checked against
 // what was asked: a 200 to a ranged GET (a server that ignores Range), a

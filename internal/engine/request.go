@@ -9,6 +9,8 @@ import (
 	"github.com/colio-dev/colio/internal/errs"
 	"github.com/colio-dev/colio/internal/future"
 	"github.com/colio-dev/colio/internal/pool"
+	"github.com/colio-dev/colio/internal/sink"
+	"github.com/colio-dev/colio/internal/source"
 )
 
 // Append, as a write offset, asks the sink for the next append offset.
@@ -30,6 +32,8 @@ type request struct {
 	sink     *Sink
 	serial   *serial    // non-nil for sources and sinks that take one call at a time
 	net      *pool.Pool // non-nil for sources with latency: runs the parts instead of e.pool
+	durable  sink.Durable // non-nil for sinks whose writes become durable later (durable.go)
+	ext      source.Offloader // non-nil for sources whose parts outside workers run (offload.go)
 }
 
 func checkRange(off int64, n int, what string) error {
@@ -74,6 +78,8 @@ func (e *Engine) submit(ctx context.Context, r *request, inline bool, ts int64) 
 			task := func(wctx context.Context) { e.runPart(wctx, r, a, b) }
 			var err error
 			switch {
+			case r.ext != nil:
+				r.ext.Offload(e.job(ctx, r, a, b))
 			case r.net != nil:
 				// Level 0 of the source's own pool whatever the
 				// caller's level: remote parts never re-enter colio,
@@ -105,6 +111,10 @@ func (e *Engine) submit(ctx context.Context, r *request, inline bool, ts int64) 
 // that reports last completes the future.
 func (e *Engine) runPart(ctx context.Context, r *request, a, b int64) {
 	defer r.users.release()
+	if r.durable != nil {
+		e.runDurable(ctx, r, a, b)
+		return
+	}
 	at := r.off + a
 	if !r.f.Begin() {
 		r.f.PartDoneAt(0, errs.New(errs.Cancelled, "colio: operation cancelled before this part started"), at)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/colio-dev/colio/internal/errs"
 	"github.com/colio-dev/colio/internal/future"
+	"github.com/colio-dev/colio/internal/sink"
 )
 
 // WriteRange is one write of a fan-out: Buf at Off, or appended when Off is
@@ -92,6 +93,7 @@ func (e *Engine) writeV(ctx context.Context, snk *Sink, ranges []WriteRange, hel
 			continue
 		}
 		req := &request{io: snk.snk.WriteAt, p: r.Buf, off: off, users: &snk.users, sink: snk, serial: snk.serial}
+		req.durable, _ = snk.snk.(sink.Durable)
 		out[i] = e.submit(ctx, req, inline, cfg.TaskSize)
 	}
 	return out, nil

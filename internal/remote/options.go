@@ -54,6 +54,9 @@ type Options struct {
 	PathStyle          int // -1: default (1 with EndpointURL)
 	RequesterPays      bool
 
+	// S3 sinks only (sink.go).
+	PartSize, BufferSize int64
+
 	// s3Set records which S3-only keys were given, to refuse them on
 	// http(s) URLs.
 	s3Set []string
@@ -136,6 +139,7 @@ func ParseOptions(kvs []string, env func(string) (string, bool)) (Options, error
 		ConnectTimeout: DefaultConnectTimeout, FirstByteTimeout: DefaultFirstByteTimeout,
 		IdleTimeout: DefaultIdleTimeout, RequestTimeout: DefaultRequestTimeout,
 		Size: -1, PathStyle: -1, Header: http.Header{},
+		PartSize: DefaultPartSize, BufferSize: DefaultBufferSize,
 	}
 	for _, name := range sortedKeys() {
 		opt := options[name]

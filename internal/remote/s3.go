@@ -100,14 +100,18 @@ func (s *Source) openS3(ctx context.Context, raw string) error {
 			return noCredentials(s.shown, err)
 		}
 		s.s3Headers(ctx, req)
-		return signer.SignHTTP(ctx, c, req, emptySHA256, "s3", region, time.Now())
+		// The sink's uploads say UNSIGNED-PAYLOAD in the header; reads
+		// have no body.
+		return signer.SignHTTP(ctx, c, req, req.Header.Get("X-Amz-Content-Sha256"), "s3", region, time.Now())
 	}
 	return nil
 }
 
 // s3Headers are the headers every S3 request carries, signed or not.
 func (s *Source) s3Headers(_ context.Context, req *http.Request) error {
-	req.Header.Set("X-Amz-Content-Sha256", emptySHA256)
+	if req.Header.Get("X-Amz-Content-Sha256") == "" {
+		req.Header.Set("X-Amz-Content-Sha256", emptySHA256)
+	}
 	if s.opt.RequesterPays {
 		req.Header.Set("X-Amz-Request-Payer", "requester")
 	}

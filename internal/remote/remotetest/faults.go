@@ -23,6 +23,8 @@ import (
 //	noifmatch       ignore If-Match (with etag: the response's ETag is the only sign)
 //	noetag          send neither ETag nor Last-Modified
 //	latency=DUR     this request's latency instead of the server's
+//	failpart=N      S3 writes: UploadPart N answers 500 InternalError once per upload
+//	rejectpart=N    S3 writes: UploadPart N answers 400 InvalidRequest every time
 //
 // "First N" counts requests to the exact path, HEAD and GET alike, since
 // the last reset (GET /_stats?reset=1).
@@ -40,6 +42,8 @@ type faults struct {
 	etag, noETag      bool
 	ignoreIfMatch     bool
 	latency           time.Duration // -1: the server's
+	failPart          int           // write.go: this part number fails with 500 (the first time)
+	rejectPart        int           // write.go: this part number is refused (400) every time
 }
 
 func (f faults) any() bool {
@@ -96,6 +100,10 @@ func parseFaults(p string) (faults, string, error) {
 			f.ignoreIfMatch = true
 		case "noetag":
 			f.noETag = true
+		case "failpart":
+			f.failPart, err = strconv.Atoi(val)
+		case "rejectpart":
+			f.rejectPart, err = strconv.Atoi(val)
 		case "latency":
 			f.latency, err = time.ParseDuration(val)
 		default:

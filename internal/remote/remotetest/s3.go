@@ -83,6 +83,7 @@ func (s *Server) authorised(w http.ResponseWriter, r *http.Request, p string) bo
 	}
 	again, _ := http.NewRequest(r.Method, "http://"+r.Host+r.RequestURI, nil)
 	again.Host = r.Host
+	again.ContentLength = r.ContentLength // the signer signs the length it finds here, not the header
 	for _, h := range strings.Split(signed, ";") {
 		if h != "host" {
 			again.Header[http.CanonicalHeaderKey(h)] = r.Header.Values(h)

@@ -70,6 +70,8 @@ type Server struct {
 	srv  *http.Server
 	URL  string // http://127.0.0.1:PORT once started
 	done chan struct{}
+
+	up uploads // S3 writes (write.go)
 }
 
 // New returns a server (a handler) for opt.
@@ -182,8 +184,9 @@ func (s *Server) sleep(r *http.Request, d time.Duration) bool {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, p string, f faults) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		s3Error(w, r, http.StatusMethodNotAllowed, "MethodNotAllowed", "only GET and HEAD are served", p)
+	write := isWrite(r)
+	if !write && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		s3Error(w, r, http.StatusMethodNotAllowed, "MethodNotAllowed", "only GET, HEAD and S3 writes are served", p)
 		return
 	}
 	// S3 names the bucket's region in every answer about it, refusals
@@ -194,6 +197,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, p string, f fault
 		return
 	}
 	if !s.authorised(w, r, p) {
+		return
+	}
+	if write {
+		s.serveWrite(w, r, p, f)
 		return
 	}
 	clean := path.Clean("/" + p)

@@ -7,7 +7,9 @@
 int colio_future_wait(colio_future *fut, int64_t timeout_ns, int64_t *nbytes) {
   COLIOI_ENTER("colio_future_wait");
   int64_t n = 0;
+  int nested = colioi_work_wait_begin(timeout_ns);
   int rc = colioGoFutureWait((uintptr_t)fut, timeout_ns, &n);
+  colioi_work_wait_end(nested);
   if (nbytes)
     *nbytes = n;
   return rc;

@@ -55,6 +55,12 @@ extern _Thread_local int colioi_tls_level;
 /* The future whose completion callback this thread is running, or 0. */
 extern _Thread_local uintptr_t colioi_tls_in_done;
 
+/* api_work.c: a wait by a thread that runs a queued part (a nested read)
+ * lets another worker take a part meanwhile. begin returns whether it did
+ * so; pass that to end. */
+int colioi_work_wait_begin(int64_t timeout_ns);
+void colioi_work_wait_end(int began);
+
 int64_t colioi_call_source_read(const colio_source_callbacks *cb, void *buf, int64_t size,
                                 int64_t offset, int level);
 void colioi_call_source_release(colio_source_callbacks *cb);

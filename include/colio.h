@@ -203,6 +203,40 @@ typedef struct colio_source_callbacks {
 int colio_source_from_callbacks(const colio_source_callbacks *cb, int64_t size,
                                 colio_source **out);
 
+/* A source whose reads run on the caller's own threads: colio queues each
+ * part of a read (at call time, as for any source) on the process's work
+ * queue, and worker threads of the caller take parts with colio_work_take
+ * and hand the results back with colio_work_done. For language runtimes
+ * whose callbacks must run on their own threads (Python: no Go thread
+ * enters the interpreter). flags: COLIO_CALLBACK_CONCURRENT, or 0 for
+ * parts given out one at a time, in order. A part no worker has taken can
+ * be cancelled; freeing the source fails its untaken parts with
+ * COLIO_ECLOSED and waits for the taken ones. */
+int colio_source_from_queue(int64_t size, uint32_t flags, void *ctx, colio_source **out);
+
+/* One part to run: fill up to size bytes of buf from offset of the source
+ * created with ctx, then call colio_work_done(token, ...). */
+typedef struct colio_work {
+  void *ctx;
+  void *buf;
+  int64_t size;
+  int64_t offset;
+  int64_t token;
+} colio_work;
+
+/* Waits up to timeout_ns (COLIO_WAIT_FOREVER; 0 polls) for a part and
+ * fills *out. COLIO_ETIMEDOUT if none came; COLIO_ECLOSED when no queued
+ * source is open and no part is out (the worker may exit). At most
+ * "python_workers" (COLIO_PYTHON_WORKERS) parts are out at once, not
+ * counting those whose worker is blocked in colio_future_wait (a nested
+ * read), so keep one more thread waiting here than are busy. */
+int colio_work_take(int64_t timeout_ns, colio_work *out);
+
+/* Ends the part: result is the bytes filled (all of size unless the
+ * source ends there), or a negated errno. COLIO_EINVAL for an unknown
+ * token. */
+int colio_work_done(int64_t token, int64_t result);
+
 /* Opens a remote object: url is http://, https:// (a presigned URL too) or
  * s3://bucket/key. options is NULL or a NULL-terminated array of
  * "key=value" C strings; an unknown key or a bad value is COLIO_EINVAL

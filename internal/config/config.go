@@ -36,6 +36,14 @@ const (
 	// only the bytes of its holes grow.
 	DefaultCoalesceMax = 32 << 20
 
+	// DefaultPythonWorkers is how many parts of Python callable and fsspec
+	// sources run at once on the Python package's worker threads
+	// (internal/workq): the sweep of bench/run.py's callback workload on
+	// the 2-core reference machine (BENCHMARKS.md) found 8 no slower than
+	// ThreadPoolExecutor(8) at any latency, and callbacks that sleep gain
+	// from more threads than cores.
+	DefaultPythonWorkers = 8
+
 	// MaxThreads bounds COLIO_NTHREADS so that a stray huge value cannot
 	// start an unbounded number of goroutines doing I/O.
 	MaxThreads = 4096
@@ -50,6 +58,7 @@ type Config struct {
 	BounceBufferSize    int64
 	CoalesceHole        int64 // -1: per source (see DefaultCoalesceHole)
 	CoalesceMax         int64
+	PythonWorkers       int
 }
 
 // Default returns the built-in defaults.
@@ -62,6 +71,7 @@ func Default() Config {
 		BounceBufferSize:    DefaultBounceBufferSize,
 		CoalesceHole:        DefaultCoalesceHole,
 		CoalesceMax:         DefaultCoalesceMax,
+		PythonWorkers:       DefaultPythonWorkers,
 	}
 }
 
@@ -77,6 +87,7 @@ const (
 	KeyBounceBufferSize    Key = "bounce_buffer_size"
 	KeyCoalesceHole        Key = "coalesce_hole"
 	KeyCoalesceMax         Key = "coalesce_max"
+	KeyPythonWorkers       Key = "python_workers"
 )
 
 // Keys lists every setting, with the environment variable that sets it.
@@ -91,6 +102,7 @@ var Keys = []struct {
 	{KeyBounceBufferSize, "COLIO_BOUNCE_BUFFER_SIZE"},
 	{KeyCoalesceHole, "COLIO_COALESCE_HOLE"},
 	{KeyCoalesceMax, "COLIO_COALESCE_MAX"},
+	{KeyPythonWorkers, "COLIO_PYTHON_WORKERS"},
 }
 
 // Error describes a rejected setting.
@@ -125,6 +137,8 @@ func (c Config) Get(key Key) (int64, error) {
 		return c.CoalesceHole, nil
 	case KeyCoalesceMax:
 		return c.CoalesceMax, nil
+	case KeyPythonWorkers:
+		return int64(c.PythonWorkers), nil
 	}
 	return 0, unknownKey(key)
 }
@@ -178,6 +192,11 @@ func (c *Config) Set(key Key, v int64) error {
 			return bad("must be at least 1 byte")
 		}
 		c.CoalesceMax = v
+	case KeyPythonWorkers:
+		if v < 1 || v > MaxThreads {
+			return bad(fmt.Sprintf("must be between 1 and %d", MaxThreads))
+		}
+		c.PythonWorkers = int(v)
 	default:
 		return unknownKey(key)
 	}

@@ -13,13 +13,13 @@ func TestFromEnv(t *testing.T) {
 	c, err := FromEnv(env(map[string]string{
 		"COLIO_NTHREADS": "3", "COLIO_TASK_SIZE": "1MiB", "COLIO_SMALL_READ_THRESHOLD": "0",
 		"COLIO_SMALL_WRITE_THRESHOLD": " 8k ", "COLIO_BOUNCE_BUFFER_SIZE": "4m",
-		"COLIO_COALESCE_HOLE": "64k", "COLIO_COALESCE_MAX": "8M",
+		"COLIO_COALESCE_HOLE": "64k", "COLIO_COALESCE_MAX": "8M", "COLIO_PYTHON_WORKERS": "5",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Config{Threads: 3, TaskSize: 1 << 20, SmallReadThreshold: 0, SmallWriteThreshold: 8 << 10, BounceBufferSize: 4 << 20,
-		CoalesceHole: 64 << 10, CoalesceMax: 8 << 20}
+		CoalesceHole: 64 << 10, CoalesceMax: 8 << 20, PythonWorkers: 5}
 	if c != want {
 		t.Fatalf("got %+v", c)
 	}

@@ -77,7 +77,7 @@ func (e *Engine) readV(ctx context.Context, src *Source, ranges []ReadRange, hel
 			out[i] = future.Completed(e.notifier, 0, nil)
 			continue
 		}
-		req := &request{io: src.readAt, p: r.Buf[:n], off: r.Off, users: &src.users, isRead: true, end: size, onClosed: !held, serial: src.serial, net: src.net}
+		req := &request{io: src.readAt, p: r.Buf[:n], off: r.Off, users: &src.users, isRead: true, end: size, onClosed: !held, serial: src.serial, net: src.net, ext: src.ext}
 		inline := fast && n <= cfg.SmallReadThreshold
 		if held {
 			src.users.join(split(n, ts, inline))

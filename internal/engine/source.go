@@ -22,6 +22,8 @@ type Source struct {
 	// pool of its own, so that its requests do not hold the engine's
 	// COLIO_NTHREADS slots while they wait on the network.
 	net *pool.Pool
+	// ext takes the parts of a source that outside workers run (offload.go).
+	ext source.Offloader
 
 	meter    meter                            // latency seen, for the coalescing hole
 	coalesce atomic.Pointer[coalesceSettings] // per-source override (SetCoalesce)
@@ -30,6 +32,9 @@ type Source struct {
 // NewSource wraps s. The engine owns it from now on and closes it.
 func NewSource(s source.Source) *Source {
 	src := &Source{src: s, traits: s.Traits()}
+	if o, ok := s.(source.Offloader); ok {
+		src.ext = o
+	}
 	switch {
 	case src.traits.InFlight > 0:
 		src.net = pool.New(src.traits.InFlight)

@@ -40,7 +40,7 @@ _LAZY = {
 }
 
 _CONFIG_KEYS = ("threads", "task_size", "small_read_threshold", "small_write_threshold",
-                "bounce_buffer_size")
+                "bounce_buffer_size", "python_workers")
 
 
 def __getattr__(name):
@@ -75,7 +75,8 @@ def library_path() -> str:
 
 def get_config() -> dict:
     """The engine settings: threads, task_size, small_read_threshold,
-    small_write_threshold, bounce_buffer_size."""
+    small_write_threshold, bounce_buffer_size, python_workers (the Python
+    threads that run reads of callable and fsspec sources at once)."""
     import ctypes
     from ._errors import last_error
     L = _loaded()

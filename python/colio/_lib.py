@@ -121,6 +121,16 @@ class Range(Structure):
     ]
 
 
+class Work(Structure):  # a queued part for a Python worker (colio._workers)
+    _fields_ = [
+        ("ctx", c_void_p),
+        ("buf", c_void_p),
+        ("size", c_int64),
+        ("offset", c_int64),
+        ("token", c_int64),
+    ]
+
+
 # The Arrow C Data Interface structs (colio.h declares them as the Arrow
 # specification does). Used by colio._arrow.
 class ArrowSchema(Structure):
@@ -166,6 +176,7 @@ STRUCTS = {
     "colio_source_callbacks": SourceCallbacks,
     "colio_sink_callbacks": SinkCallbacks,
     "colio_range": Range,
+    "colio_work": Work,
     "ArrowSchema": ArrowSchema,
     "ArrowArray": ArrowArray,
 }
@@ -192,6 +203,9 @@ FUNCTIONS = {
     "colio_source_open_file": (c_int, [c_char_p, _p_handle]),
     "colio_source_from_memory": (c_int, [c_void_p, c_int64, _p_handle]),
     "colio_source_from_callbacks": (c_int, [POINTER(SourceCallbacks), c_int64, _p_handle]),
+    "colio_source_from_queue": (c_int, [c_int64, c_uint32, c_void_p, _p_handle]),
+    "colio_work_take": (c_int, [c_int64, POINTER(Work)]),
+    "colio_work_done": (c_int, [c_int64, c_int64]),
     "colio_source_open_url": (c_int, [c_char_p, POINTER(c_char_p), _p_handle]),
     "colio_source_size": (c_int, [handle_p, _p_i64]),
     "colio_source_free": (c_int, [handle_p]),

@@ -370,9 +370,14 @@ class Source(Handle):
     def _forget(self) -> None:
         self._handle = self._loop = None
 
+    _work_key = None      # queued sources: their ctx for colio._workers
+
     def _after_close(self) -> None:
         if self._loop is not None:
             self._loop.close()
+        if self._work_key is not None:
+            from . import _workers
+            _workers.unregister(self._work_key)
 
     def __reduce__(self):
         d = self._description
@@ -489,36 +494,64 @@ def _from_bytes(b):
 
 
 class _ReadCallback:
-    """Wraps a Python read function as a C read callback that never lets an
-    exception escape into ctypes."""
+    """Runs a Python read function for one queued part (on a worker thread
+    of colio._workers) or one C callback (fast sources, on colio's
+    threads), and never lets an exception escape: it is recorded for the
+    reader, keyed by the buffer address, and the part fails."""
 
     def __init__(self, fn, what):
-        self.fn = fn              # fn(mv_or_addr, size, offset) -> int
+        self.fn = fn              # fn(addr, size, offset) -> int
         self.what = what
         self.source_ref = None    # weakref to the Source, for errors
 
     def __call__(self, ctx, buf, size, offset):
         if _lib.get_native_id() not in _lib._adopted:
             _lib.adopt_thread()  # keep this library thread's Python state (see _lib)
+        return self.run(buf, size, offset)
+
+    def run(self, buf, size, offset):
         try:
             return self.fn(buf, size, offset)
         except BaseException as e:  # noqa: BLE001 - must not escape to C
-            src = self.source_ref() if self.source_ref is not None else None
-            if src is not None:
-                src._record_callback_error(buf, e)
-            en = getattr(e, "errno", None)
-            if isinstance(e, OSError) and isinstance(en, int) and en > 0:
-                return -en
-            return -_errno.EIO
+            return self._failed(buf, e)
+
+    def fill(self, buf, size, offset):
+        """A queued part: calls fn until the part is full or the source
+        ends (fn may fill less than asked, as read(2) does)."""
+        done = 0
+        fn = self.fn
+        try:
+            while done < size:
+                got = fn(buf + done, size - done, offset + done)
+                if got <= 0:
+                    break
+                done += got
+        except BaseException as e:  # noqa: BLE001 - must not escape to C
+            return self._failed(buf + done, e)
+        return done
+
+    def _failed(self, buf, e):
+        src = self.source_ref() if self.source_ref is not None else None
+        if src is not None:
+            src._record_callback_error(buf, e)
+        en = getattr(e, "errno", None)
+        if isinstance(e, OSError) and isinstance(en, int) and en > 0:
+            return -en
+        return -_errno.EIO
 
 
 def callback_source(fn, size: int, *, concurrent: bool, fast: bool, kind: str,
                     description, name: str, keep=()) -> Source:
     """A Source whose reads call fn(buf_address, size, offset) -> bytes
-    filled, on colio's workers."""
+    filled. Reads are queued for colio's Python worker threads
+    (colio._workers): no Go thread calls into Python. A ``fast`` source
+    answers in microseconds, so its small reads run inline on the caller;
+    it keeps a C callback, called on the reading thread or colio's."""
     size = index(size, "size")
     L = lib()
     cb = _ReadCallback(fn, name)
+    if not fast:
+        return _queued_source(L, cb, size, concurrent, kind, description, name, keep)
     cfn = _lib.READ_FN(cb)
     s = _lib.SourceCallbacks()
     s.struct_size = ctypes.sizeof(_lib.SourceCallbacks)
@@ -533,6 +566,22 @@ def callback_source(fn, size: int, *, concurrent: bool, fast: bool, kind: str,
     src = Source(h.value, kind, description, keep=(cb, cfn) + tuple(keep), name=name)
     src._keep_errors = True
     cb.source_ref = weakref.ref(src)
+    return src
+
+
+def _queued_source(L, cb, size, concurrent, kind, description, name, keep) -> Source:
+    from . import _workers
+    key = _workers.register(cb.fill)
+    h = c_void_p()
+    rc = L.colio_source_from_queue(size, _lib.CALLBACK_CONCURRENT if concurrent else 0, key, byref(h))
+    if rc:
+        _workers.unregister(key)
+        raise last_error(rc)
+    src = Source(h.value, kind, description, keep=(cb,) + tuple(keep), name=name)
+    src._keep_errors = True
+    src._work_key = key
+    cb.source_ref = weakref.ref(src)
+    _workers.start(L)
     return src
 
 

@@ -166,7 +166,7 @@ def test_exit_cancels_queued_reads():
         s = colio.from_callable(slow, 1 << 20)
         futs = [s.read_async(bytearray(100), i * 100) for i in range(200)]
         print('leaving', sum(not f.done() for f in futs), 'in flight', flush=True)
-    """, {"COLIO_NTHREADS": "2"})
+    """, {"COLIO_NTHREADS": "2", "COLIO_PYTHON_WORKERS": "2"})  # callables run on python_workers
     assert rc == 0, err
     _clean(err)
     n = int(out.split("started")[-1].split()[0])

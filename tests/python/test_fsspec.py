@@ -97,11 +97,12 @@ def _latency_source(ref, latency=0.002):
 
 def _peak_of_fanout(fs, s, ranges, want_bytes, attempts=5):
     """Fans ranges out, checks every byte, and returns the peak in flight
-    counted inside the file system. The peak must never exceed the thread
-    setting; reaching it needs every worker to be inside cat_file within
+    counted inside the file system. The peak must never exceed the
+    python_workers setting (the Python threads that run fsspec requests,
+    colio._workers); reaching it needs every worker to be inside cat_file within
     one 2 ms latency, which a loaded 2-core machine does not always grant,
     so a lower peak is retried (up to ``attempts`` runs)."""
-    threads = colio.get_config()["threads"]
+    threads = colio.get_config()["python_workers"]
     want = min(threads, len(ranges))
     peaks = []
     for _ in range(attempts):
@@ -149,15 +150,15 @@ def test_latency_reads_never_inline(ref):
 
 
 def test_more_threads_more_overlap(ref):
-    old = colio.get_config()["threads"]
+    old = colio.get_config()["python_workers"]
     try:
-        colio.set_config(threads=16)
+        colio.set_config(python_workers=16)
         fs, s = _latency_source(ref)
         peak, want = _peak_of_fanout(fs, s, [(i * 4096, 4096) for i in range(64)], ref)
         assert peak == want == 16, peak
         s.close()
     finally:
-        colio.set_config(threads=old)
+        colio.set_config(python_workers=old)
 
 
 def test_ranges_split_into_tasks_are_reassembled(memfs, ref):

@@ -1,0 +1,78 @@
+/*
+ * api_work.c: queued sources, whose parts the caller's own threads run
+ * (colio_source_from_queue, colio_work_take, colio_work_done).
+ *
+ * A thread that took a part and has not handed it back is "working". If it
+ * then waits on a colio future (its callback reads through colio and
+ * waits), colio_future_wait tells the queue, which lets another worker take
+ * a part in its place: the nested read it waits for is never stuck behind
+ * it, however few workers there are.
+ */
+#include <string.h>
+
+#include "_cgo_export.h"
+#include "colioi.h"
+
+static _Thread_local int working;
+static _Thread_local int level_before;
+
+int colio_source_from_queue(int64_t size, uint32_t flags, void *ctx, colio_source **out) {
+  COLIOI_ENTER("colio_source_from_queue");
+  COLIOI_NEED("colio_source_from_queue", out);
+  *out = NULL;
+  uintptr_t tok = 0;
+  int rc = colioGoSourceFromQueue(size, flags, (uintptr_t)ctx, &tok);
+  if (rc == COLIO_OK)
+    *out = (colio_source *)tok;
+  return rc;
+}
+
+int colio_work_take(int64_t timeout_ns, colio_work *out) {
+  COLIOI_ENTER("colio_work_take");
+  COLIOI_NEED("colio_work_take", out);
+  memset(out, 0, sizeof *out);
+  if (working)
+    return colioi_fail(COLIO_EINVAL, "colio_work_take: this thread has a part it has not "
+                                     "handed back with colio_work_done");
+  uintptr_t ctx = 0;
+  void *buf = NULL;
+  int64_t size = 0, offset = 0, token = 0;
+  int level = 0;
+  int rc = colioGoWorkTake(timeout_ns, &ctx, &buf, &size, &offset, &token, &level);
+  if (rc != COLIO_OK)
+    return rc;
+  out->ctx = (void *)ctx;
+  out->buf = buf;
+  out->size = size;
+  out->offset = offset;
+  out->token = token;
+  /* What the part's callback submits goes where its submitter's level
+   * says (see callbacks.c). */
+  working = 1;
+  level_before = colioi_tls_level;
+  if (level > colioi_tls_level)
+    colioi_tls_level = level;
+  return COLIO_OK;
+}
+
+int colio_work_done(int64_t token, int64_t result) {
+  COLIOI_ENTER("colio_work_done");
+  int rc = colioGoWorkDone(token, result);
+  if (rc == COLIO_OK && working) {
+    working = 0;
+    colioi_tls_level = level_before;
+  }
+  return rc;
+}
+
+int colioi_work_wait_begin(int64_t timeout_ns) {
+  if (!working || timeout_ns == 0)
+    return 0;
+  colioGoWorkBlocked(1);
+  return 1;
+}
+
+void colioi_work_wait_end(int began) {
+  if (began)
+    colioGoWorkBlocked(-1);
+}

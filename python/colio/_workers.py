@@ -1,0 +1,149 @@
+"""Python worker threads for sources backed by Python code.
+
+Reads of ``colio.from_callable`` and synchronous fsspec sources are not run
+by colio's Go threads calling into Python through ctypes: those threads
+took the GIL in a convoy (84,568 context switches against 1,464 for 200
+reads, BENCHMARKS.md). The library queues each part of such a read at call
+time (``colio_source_from_queue``), and the long-lived Python threads here
+take parts with one blocking C call (``colio_work_take``, the GIL released
+while it waits), run the callable, and hand the result back
+(``colio_work_done``).
+
+How many parts run at once is the engine setting ``python_workers``
+(``COLIO_PYTHON_WORKERS``, ``colio.set_config(python_workers=...)``). The
+library does not count a worker whose callable is waiting on a colio read
+(a nested read): it lets another take a part instead, so one more thread
+than are busy always waits for work here, and a nested read never waits
+behind the worker that waits for it. Threads start with the first such
+source and exit when the last one closes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno as _errno
+import itertools
+import os
+import threading
+import time
+
+from . import _lib
+
+# Takes wait in slices so that a thread notices a fork or a stop request.
+_TAKE_NS = 1_000_000_000
+# Nested reads each free one worker's place: bound the threads as the pool
+# bounds its levels (a deeper nesting is a runaway recursion).
+_MAX_NESTING = 64
+# Threads started at once with the first source; more start as needed.
+_EAGER = 16
+# Closing the last source waits this long for the threads to exit.
+_JOIN_S = 10.0
+
+_lock = threading.Lock()
+_threads: set = set()
+_idle = 0                       # threads waiting in (or heading to) colio_work_take
+_callbacks: dict = {}           # ctx value -> run(addr, size, offset) -> bytes or -errno
+_keys = itertools.count(1)
+_names = itertools.count(1)
+
+
+def _limit(L) -> int:
+    v = ctypes.c_int64(0)
+    if L.colio_config_get_int(b"python_workers", ctypes.byref(v)):
+        return 8
+    return v.value
+
+
+def register(run) -> int:
+    """Adds a source's read function; returns the ctx value to create its
+    queued source with. Call start() once the source exists."""
+    key = next(_keys)
+    _callbacks[key] = run
+    return key
+
+
+def start(L) -> None:
+    """Makes sure a worker waits for the new source's parts."""
+    with _lock:
+        if _idle:
+            return
+        n = min(_limit(L), _EAGER) if not _threads else 1
+        for _ in range(n):
+            _spawn_locked()
+
+
+def unregister(key: int) -> None:
+    """Forgets a closed source's read function. When it was the last, waits
+    for the workers to exit (the library wakes them: no source is open)."""
+    _callbacks.pop(key, None)
+    if _callbacks:
+        return
+    me = threading.current_thread()
+    with _lock:
+        threads = [t for t in _threads if t is not me]
+    for t in threads:
+        t.join(_JOIN_S)
+
+
+def _spawn_locked() -> None:
+    global _idle
+    t = threading.Thread(target=_work, name=f"colio-python-worker-{next(_names)}", daemon=True)
+    _threads.add(t)
+    _idle += 1
+    t.start()
+
+
+def _work() -> None:
+    global _idle
+    L = _lib.L
+    w = _lib.Work()
+    ref = ctypes.byref(w)
+    take, done = L.colio_work_take, L.colio_work_done
+    me = threading.current_thread()
+    ok, timed_out, closed = _lib.OK, _lib.ETIMEDOUT, _lib.ECLOSED
+    callbacks = _callbacks
+    while True:
+        rc = take(_TAKE_NS, ref)
+        if rc == ok:
+            with _lock:
+                _idle -= 1
+                if not _idle and len(_threads) < _limit(L) + _MAX_NESTING:
+                    _spawn_locked()  # the next part must find a thread waiting
+            run = callbacks.get(w.ctx)
+            r = run(w.buf, w.size, w.offset) if run is not None else -_errno.EIO
+            done(w.token, r)
+            with _lock:
+                _idle += 1
+            continue
+        if _lib._forked:
+            return
+        if rc == timed_out:
+            continue
+        with _lock:
+            # No source open (ECLOSED), or the library refused (EFORK):
+            # exit, unless a source is being made right now (its ctx is
+            # registered before the library knows it; start() then finds
+            # this thread gone and starts another).
+            if not (rc == closed and callbacks):
+                _threads.discard(me)
+                _idle -= 1
+                return
+        time.sleep(0.001)
+
+
+def thread_count() -> int:
+    """The worker threads alive now (for tests)."""
+    with _lock:
+        return len(_threads)
+
+
+def _after_fork_in_child() -> None:
+    global _lock, _threads, _idle, _callbacks
+    _lock = threading.Lock()
+    _threads = set()
+    _idle = 0
+    _callbacks = {}
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -159,7 +159,7 @@ func colioGoSinkSize(snk C.uintptr_t, out *C.int64_t) (rc C.int) {
 	if rc != C.COLIO_OK {
 		return rc
 	}
-	*out = C.int64_t(s.Underlying().(*sizedSink).end.Load())
+	*out = C.int64_t(sizedOf(s.Underlying()).end.Load())
 	return C.COLIO_OK
 }
 

@@ -25,6 +25,15 @@ memory, SFTP...)
 
 Either way a response longer than the range asked for (a server that
 ignores ``Range``) is an error, never silently sliced.
+
+Two file systems need no Python at all, and with ``via="auto"`` get none:
+a ``LocalFileSystem`` path opens colio's own file source (pread on the
+engine's threads), and a ``MemoryFileSystem`` file becomes a memory source
+over the file's bytes in place (not copied; the bytes the file holds at
+open: a file replaced later, by ``pipe_file`` or a new ``open("wb")``, is
+not seen, and appending to the same file object raises BufferError while
+the source is open). Subclasses keep the fsspec path: they may change how
+bytes are read. Either kind pickles as before, by file system and path.
 """
 
 from __future__ import annotations
@@ -65,6 +74,7 @@ def from_fsspec(fs, path: str, *, via: str = "auto", max_in_flight: int = DEFAUL
     if isinstance(path, str):
         no_nul(path)
     is_async = bool(getattr(fs, "async_impl", False))
+    auto = via == "auto"
     if via == "auto":
         via = "loop" if is_async else "workers"
     if via not in ("workers", "loop"):
@@ -75,6 +85,10 @@ def from_fsspec(fs, path: str, *, via: str = "auto", max_in_flight: int = DEFAUL
     max_in_flight = index(max_in_flight, "max_in_flight")
     if max_in_flight < 1:
         raise InvalidArgumentError("colio.from_fsspec: max_in_flight must be at least 1")
+    if via == "workers" and auto:
+        src = _native(fs, path, max_in_flight)
+        if src is not None:
+            return src
     if size is None:
         try:  # the first request: the back end's errors become colio's (see _open_errors)
             size = fs.size(path)
@@ -176,6 +190,48 @@ class _Captures:
         r = _Capture(total)
         self.regions[r.base] = r
         return r
+
+
+def _native(fs, path, max_in_flight):
+    """colio's own file or memory source for a plain LocalFileSystem or
+    MemoryFileSystem path (see the module documentation), else None."""
+    import sys
+    kind = None
+    local = sys.modules.get("fsspec.implementations.local")
+    memory = sys.modules.get("fsspec.implementations.memory")
+    if local is not None and type(fs) is local.LocalFileSystem:
+        kind = "file"
+    elif memory is not None and type(fs) is memory.MemoryFileSystem:
+        kind = "memory"
+    else:
+        return None
+    p = fs._strip_protocol(path)
+    description = (_rebuild, (fs, path, "auto", max_in_flight, None))
+    if kind == "file":
+        from ._source import _open_file
+        src = _open_file(p)
+    else:
+        f = fs.store.get(p)
+        if f is None or not hasattr(f, "getbuffer"):
+            return None  # missing or a directory: the fsspec path says which
+        src = _memory_source(f, f"memory://{p}")
+    src._description = description
+    src.fs, src.path, src.via = fs, path, "native"
+    return src
+
+
+def _memory_source(f, name):
+    from ctypes import byref, c_void_p
+    from ._buffers import readable
+    from ._errors import last_error
+    from ._handle import lib
+    mv = f.getbuffer()  # the file's bytes in place; pins its size while open
+    pin, addr, n = readable(mv, "the memory file")
+    h = c_void_p()
+    rc = lib().colio_source_from_memory(addr, n, byref(h))
+    if rc:
+        raise last_error(rc)
+    return Source(h.value, "memory", None, keep=(pin, mv, f), name=name)
 
 
 def _rebuild(fs, path, via, max_in_flight, size):

@@ -37,14 +37,19 @@ def _check_all_calls(s, ref):
 
 
 def test_memory_fs(memfs, ref):
+    # A MemoryFileSystem file is a colio memory source (test_fsspec_native.py);
+    # via="workers" keeps fsspec's cat_file on the Python workers.
     with colio.from_fsspec(memfs, "/colio-test/ref.bin") as s:
+        assert s.kind == "memory" and s.via == "native"
+        _check_all_calls(s, ref)
+    with colio.from_fsspec(memfs, "/colio-test/ref.bin", via="workers") as s:
         assert s.kind == "fsspec" and s.via == "workers"
         _check_all_calls(s, ref)
 
 
 def test_memory_url(memfs, ref):
     with colio.source("memory://colio-test/ref.bin") as s:
-        assert s.kind == "fsspec"
+        assert s.kind == "memory"
         _check_all_calls(s, ref)
 
 
@@ -74,7 +79,9 @@ def test_bad_arguments(memfs):
 
 
 def test_file_removed_under_the_source(memfs, ref):
-    s = colio.from_fsspec(memfs, "/colio-test/ref.bin")
+    # Through fsspec's requests (a native memory source keeps the bytes it
+    # was opened over).
+    s = colio.from_fsspec(memfs, "/colio-test/ref.bin", via="workers")
     memfs.rm("/colio-test/ref.bin")
     with pytest.raises(FileNotFoundError):
         s.read_async(bytearray(10), 0).result(5)
@@ -85,7 +92,7 @@ def test_file_removed_under_the_source(memfs, ref):
 def test_pickle_fsspec_source(memfs, ref):
     with colio.from_fsspec(memfs, "/colio-test/ref.bin") as s:
         s2 = pickle.loads(pickle.dumps(s))
-        assert s2.kind == "fsspec" and s2.read(1, 5) == ref[1:6]
+        assert s2.kind == "memory" and s2.read(1, 5) == ref[1:6]
         s2.close()
 
 

@@ -231,6 +231,8 @@ FUNCTIONS = {
     "colio_sink_flush": (c_int, [handle_p, c_int]),
     "colio_sink_size": (c_int, [handle_p, _p_i64]),
     "colio_sink_free": (c_int, [handle_p]),
+    "colio_sink_open_url": (c_int, [c_char_p, POINTER(c_char_p), c_int, _p_handle]),
+    "colio_sink_abort": (c_int, [handle_p]),
     # writes
     "colio_write": (c_int, [handle_p, c_void_p, c_int64, c_int64, _p_i64]),
     "colio_write_async": (c_int, [handle_p, c_void_p, c_int64, c_int64, _p_handle]),

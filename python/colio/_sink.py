@@ -131,14 +131,23 @@ def _reopen(path: str) -> Sink:
     return k
 
 
-def sink(target, mode: str = "w") -> Sink:
+def sink(target, mode: str = "w", **storage_options) -> Sink:
     """Opens a sink.
 
     target: a local path (mode "w" creates or truncates, "a" appends after
-    the current end, "r+" writes into an existing file), a writable buffer
-    (a memory sink that never writes past its end), or None (a sink that
+    the current end, "r+" writes into an existing file), an ``s3://bucket/key``
+    URL (a multipart upload published by close() and aborted by abort() or
+    an exception in a with block; storage_options as for colio.source, plus
+    part_size and buffer_size: see colio._sink_s3), a writable buffer (a
+    memory sink that never writes past its end), or None (a sink that
     discards everything, for measurements).
     """
+    if isinstance(target, str) and target[:5].lower() == "s3://":
+        from ._sink_s3 import open_url
+        return open_url(target, mode, storage_options)
+    if storage_options:
+        raise TypeError(f"colio.sink: storage options ({', '.join(storage_options)}) apply to "
+                        "s3:// URLs only")
     if target is None:
         L = lib()
         h = c_void_p()

@@ -1,6 +1,6 @@
 """python -m colio: a small command-line tool.
 
-    python -m colio cp SRC DST      copy a local path or fsspec URL to a local file
+    python -m colio cp SRC DST      copy a local path or fsspec URL to a local file or s3:// object
     python -m colio bench           the demo: colio vs a plain Python loop
     python -m colio info            library path, version and settings
 
@@ -24,7 +24,7 @@ __all__ = ["copy", "main"]
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m colio", description="colio command-line tool")
     sub = p.add_subparsers(dest="cmd", metavar="{cp,bench,info}")
-    c = sub.add_parser("cp", help="copy a local path or fsspec URL to a local file",
+    c = sub.add_parser("cp", help="copy a local path or fsspec URL to a local file or an s3:// object",
                        description="Copy SRC (a local path or fsspec URL) to the local file "
                        "DST. DST is replaced only when the copy is complete; a failed or "
                        "interrupted copy leaves it as it was.")

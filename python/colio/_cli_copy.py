@@ -110,19 +110,24 @@ def _size_now(src_url: str, local: str | None, fd: int | None, storage_options: 
 
 
 def copy(src_url: str, dst: str, *, chunk: int | None = None, window: int | None = None,
-         progress_bar: bool = True, **storage_options) -> int:
-    """Copies src_url (a local path or fsspec URL) to the local file dst;
-    up to ``window`` chunks are read or written at once, each chunk written
-    as soon as it arrives. Returns the bytes copied; raises CopyError with
-    the line to print."""
+         progress_bar: bool = True, dst_options: dict | None = None, **storage_options) -> int:
+    """Copies src_url (a local path or fsspec URL) to the local file dst or
+    an s3:// object (dst_options: its storage options; else AWS's
+    environment and configuration, AWS_ENDPOINT_URL included); up to
+    ``window`` chunks are read or written at once, each chunk written as
+    soon as it arrives. Returns the bytes copied; raises CopyError with the
+    line to print."""
     import colio
 
     src_url, shown = os.fsdecode(src_url), os.fsdecode(dst)
     if _same(src_url, shown, storage_options):
         raise CopyError(f"{src_url} and {shown} are the same file; nothing copied")
     local_dst = _local_path(shown)
+    if local_dst is None and shown[:5].lower() == "s3://":
+        return _copy_to_s3(colio, src_url, shown, chunk, window, progress_bar,
+                           storage_options, dst_options or {})
     if local_dst is None:
-        raise CopyError(f"the destination must be a local file, not {shown}")
+        raise CopyError(f"the destination must be a local file or an s3:// URL, not {shown}")
     dst = _destination(src_url, local_dst)
     if _same(src_url, dst, storage_options):
         raise CopyError(f"{src_url} and {dst} are the same file; nothing copied")
@@ -254,3 +259,82 @@ def _fsync_dir(d: str) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def _copy_to_s3(colio, src_url, dst, chunk, window, progress_bar, storage_options,
+                dst_options) -> int:
+    """The copy to an s3:// object: the object is the sink's multipart
+    upload, published by close() only when every byte was read and written
+    (so the destination is the old object or the complete new one); any
+    failure or Ctrl-C aborts the upload.
+
+    Reads are bounded by window, and so are the bytes whose writes are not
+    durable yet (4 parts, or window chunks if more): a write completes
+    when its part is uploaded, so the bound must hold a part being filled
+    and the next, or the copy would wait on itself."""
+    import concurrent.futures as cf
+
+    cfg = colio.get_config()
+    chunk, window = chunk or cfg["task_size"], window or max(2 * cfg["threads"], 4)
+    try:
+        src = colio.source(src_url, **storage_options)
+    except Exception as e:
+        raise CopyError(about(src_url, e)) from e
+    with src:
+        total = src.size
+        try:
+            out = colio.sink(dst, **dst_options)
+        except Exception as e:
+            raise CopyError(about(dst, e)) from e
+        part = int(dst_options.get("part_size") or os.environ.get("COLIO_S3_PART_SIZE") or 8 << 20)
+        cap = max(4 * part, window * chunk)
+        bar = progress(total, progress_bar)
+        offsets = iter(range(0, total, chunk))
+        reads, writes, done, pending = {}, {}, 0, 0
+
+        def result(f, name):
+            try:
+                return f.result()
+            except Exception as e:
+                raise CopyError(about(name, e)) from e
+
+        try:
+            with out:
+                while True:
+                    while len(reads) < window and pending + chunk <= cap:
+                        off = next(offsets, None)
+                        if off is None:
+                            break
+                        buf = bytearray(min(chunk, total - off))
+                        reads[src.read_async(buf, off)] = (off, buf)
+                        pending += len(buf)
+                    if not reads:
+                        break  # every chunk read and handed to the sink
+                    finished, _ = cf.wait(list(reads) + list(writes), timeout=0.1,
+                                          return_when=cf.FIRST_COMPLETED)
+                    for f in finished:
+                        if f in reads:
+                            off, buf = reads.pop(f)
+                            n = result(f, src_url)
+                            if n != len(buf):
+                                raise CopyError(f"{src_url} shrank while copying (short read "
+                                                f"at offset {off})")
+                            writes[out.write_async(buf, off)] = n
+                        else:
+                            n = writes.pop(f)
+                            result(f, dst)
+                            done += n
+                            pending -= n
+                    bar.update(done)
+            # close() published the object: the writes left are durable.
+            for f, n in writes.items():
+                result(f, dst)
+                done += n
+            bar.finish(done)
+            return done
+        except colio.ColioError as e:  # close() failed: the upload was aborted
+            bar.close()
+            raise CopyError(about(dst, e)) from e
+        except BaseException:
+            bar.close()
+            raise

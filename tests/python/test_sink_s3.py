@@ -284,3 +284,30 @@ def test_bad_options(s3, no_aws):
         colio.sink(f"s3://{BUCKET}/x", "a", **opts(s3))
     with pytest.raises(TypeError):
         colio.sink(os.devnull, anon=True)
+
+
+def test_cp_to_s3(s3, no_aws, tmp_path, monkeypatch, upload_part_fault):
+    from colio._cli_copy import copy
+    from colio._cli_errors import CopyError
+
+    data = gen(3 * PART + 777, 9)
+    src = tmp_path / "src.bin"
+    src.write_bytes(data)
+    dst_opts = {k: v for k, v in opts(s3).items()}
+    assert copy(str(src), f"s3://{BUCKET}/cp/api", chunk=MIB, window=3, progress_bar=False,
+                dst_options=dst_opts) == len(data)
+    assert stored(s3, "cp/api") == data
+    # The command line, with the destination's credentials from AWS's environment.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), AWS_ACCESS_KEY_ID="moto",
+               AWS_SECRET_ACCESS_KEY="moto", AWS_ENDPOINT_URL=s3["endpoint"],
+               AWS_REGION="us-east-1", COLIO_S3_PART_SIZE=str(PART))
+    r = subprocess.run([sys.executable, "-m", "colio", "cp", "-q", str(src), f"s3://{BUCKET}/cp/cli"],
+                       env=env, capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert stored(s3, "cp/cli") == data
+    # A part the server refuses: no object, no upload, a CopyError naming it.
+    upload_part_fault(2, 10**6, 400, "InvalidRequest")
+    with pytest.raises(CopyError, match="InvalidRequest"):
+        copy(str(src), f"s3://{BUCKET}/cp/failed", chunk=MIB, progress_bar=False,
+             dst_options=dst_opts)
+    assert stored(s3, "cp/failed") is None and open_uploads(s3) == []

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """colio against its peers, in one run (`make bench`; `--quick` for a smoke run).
 
-Seven workloads (see BENCHMARKS.md for what each measures and why):
+Nine workloads (see BENCHMARKS.md for what each measures and why):
 
 1. large local read, 1 GiB into a preallocated buffer, warm and cold
 2. fan-out reads with injected latency (0, 100 us, 500 us, 2 ms)
@@ -19,6 +19,9 @@ Seven workloads (see BENCHMARKS.md for what each measures and why):
 8. Parquet: colio.parquet.read_table of a 20 x 30 file, 3 columns and all,
    local and on a loopback server with 0, 5 and 20 ms latency, against
    pyarrow over fsspec, fsspec.parquet, polars and obstore (bench/parquet.py)
+9. S3 writes: 1 GiB as 228 chunks to a loopback S3 server with 0, 5 and
+   20 ms latency: colio's S3 sink against s3fs (open 'wb', pipe),
+   obstore.put and boto3 upload_fileobj (bench/s3_write.py)
 
 Every number is the median of repeated runs, with its spread; every
 comparison is a ratio of two sides measured in the same run, their runs
@@ -839,14 +842,19 @@ def wl_parquet(cfg, tmp):
     return parquet.run(cfg, tmp, sys.modules[__name__])
 
 
+def wl_s3_write(cfg, tmp):
+    import s3_write  # bench/s3_write.py (issue 18)
+    return s3_write.run(cfg, tmp, sys.modules[__name__])
+
+
 WORKLOADS = {1: wl_large_read, 2: wl_fanout, 3: wl_writes, 4: wl_small, 5: wl_first_call,
-             6: wl_remote, 7: wl_fsspec_fs, 8: wl_parquet}
+             6: wl_remote, 7: wl_fsspec_fs, 8: wl_parquet, 9: wl_s3_write}
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, few rounds (< 1 minute)")
-    ap.add_argument("--only", default="1,2,3,4,5,6,7,8", help="workloads to run, e.g. 1,4")
+    ap.add_argument("--only", default="1,2,3,4,5,6,7,8,9", help="workloads to run, e.g. 1,4")
     ap.add_argument("--publish", action="store_true",
                     help="rewrite BENCHMARKS.md's tables and docs/bench/*.png from this run")
     ap.add_argument("--brief", action="store_true", help="print a summary, not the tables")

@@ -1,0 +1,197 @@
+"""Workload 9 of bench/run.py: eager parallel writes to S3 (issue 18).
+
+1 GiB (128 MiB with --quick) written as 228 chunks to one object on a
+loopback S3 server (cmd/colio-testserver: Go, multipart uploads stored as
+files; moto would be the bottleneck) with 0, 5 and 20 ms before every
+answer. Methods:
+
+- colio: ``colio.sink("s3://...")``, every chunk ``write_async`` at once,
+  then ``close()`` (parts uploaded as they fill, many in flight);
+- s3fs: ``fs.open(path, "wb")`` writing the chunks in turn, and
+  ``fs.pipe(path, data)`` of the whole buffer;
+- obstore: ``obstore.put(store, path, data, use_multipart=True)``;
+- boto3: ``upload_fileobj`` with its transfer manager (default
+  TransferConfig).
+
+Each method's object is checked once (a SHA-256 of the stored file against
+the generator's bytes) before it is timed. The ideal for colio is
+ceil(parts / parts in flight) x latency + the bytes' transfer time (the
+0 ms median of colio, which is that transfer). The notes name the server's
+request count and peak requests in flight for one write of each method.
+
+    python bench/run.py --only 9 [--quick]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import os
+import subprocess
+import urllib.request
+
+import numpy as np
+
+MiB, GiB = 1 << 20, 1 << 30
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+TOOLS = os.path.join(ROOT, "build", "bench")
+BUCKET = "bench"
+NCHUNKS = 228
+CRED = {"key": "bench", "secret": "bench"}  # the server checks no signature
+
+
+class Server:
+    def __init__(self, directory, latency):
+        exe = os.path.join(TOOLS, "colio-testserver")
+        if not os.path.exists(exe):
+            raise RuntimeError(f"bench: {exe} is missing; run `make bench` (it builds it)")
+        self.proc = subprocess.Popen([exe, "-dir", directory, "-latency", f"{latency * 1e3:g}ms",
+                                      "-stdin"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True)
+        line = self.proc.stdout.readline().strip()
+        if not line.startswith("listening on "):
+            self.close()
+            raise RuntimeError(f"bench: colio-testserver said {line!r}")
+        self.endpoint = line.split()[-1]
+        self.dir = directory
+
+    def stats(self, reset=False):
+        with urllib.request.urlopen(self.endpoint + "/_stats" + ("?reset=1" if reset else "")) as r:
+            return json.load(r)
+
+    def close(self):
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(10)
+        except Exception:  # noqa: BLE001 - only a benchmark server
+            self.proc.kill()
+
+
+# ---- methods: maker(endpoint) -> fn(key, data, chunks) --------------------------------
+
+def _colio(ep):
+    import colio
+
+    def write(key, data, chunks):
+        with colio.sink(f"s3://{BUCKET}/{key}", endpoint_url=ep, region="us-east-1", **CRED) as k:
+            for c in chunks:
+                k.write_async(c)
+    return write
+
+
+def _s3fs_fs(ep):
+    import s3fs
+    fs = s3fs.S3FileSystem(key=CRED["key"], secret=CRED["secret"], skip_instance_cache=True,
+                           client_kwargs={"endpoint_url": ep, "region_name": "us-east-1"})
+    return fs
+
+
+def _s3fs_open(ep):
+    fs = _s3fs_fs(ep)
+
+    def write(key, data, chunks):
+        with fs.open(f"{BUCKET}/{key}", "wb") as f:
+            for c in chunks:
+                f.write(c)
+    return write
+
+
+def _s3fs_pipe(ep):
+    fs = _s3fs_fs(ep)
+    return lambda key, data, chunks: fs.pipe(f"{BUCKET}/{key}", data)
+
+
+def _obstore(ep):
+    import obstore
+    from obstore.store import S3Store
+    store = S3Store(BUCKET, endpoint=ep, region="us-east-1", access_key_id=CRED["key"],
+                    secret_access_key=CRED["secret"], client_options={"allow_http": True},
+                    virtual_hosted_style_request=False)
+    return lambda key, data, chunks: obstore.put(store, key, data, use_multipart=True)
+
+
+def _boto3(ep):
+    import boto3
+    client = boto3.client("s3", endpoint_url=ep, aws_access_key_id=CRED["key"],
+                          aws_secret_access_key=CRED["secret"], region_name="us-east-1")
+    return lambda key, data, chunks: client.upload_fileobj(io.BytesIO(data), BUCKET, key)
+
+
+METHODS = {"colio.sink write_async": _colio, "s3fs open('wb')": _s3fs_open,
+           "s3fs pipe": _s3fs_pipe, "obstore.put (multipart)": _obstore,
+           "boto3 upload_fileobj": _boto3}
+
+
+def run(cfg, tmp, bench):
+    quick = cfg.quick
+    size = (128 * MiB) if quick else GiB
+    data = np.random.default_rng(18).integers(0, 256, size, dtype=np.uint8).tobytes()
+    want = hashlib.sha256(data).hexdigest()
+    edges = [size * i // NCHUNKS for i in range(NCHUNKS + 1)]
+    mv = memoryview(data)
+    chunks = [mv[a:b] for a, b in zip(edges, edges[1:])]
+    rounds = 2 if quick else 3
+    latencies = [0, 0.020] if quick else [0, 0.005, 0.020]
+    d = os.path.join(tmp, "s3write")
+    os.makedirs(os.path.join(d, BUCKET), exist_ok=True)
+    bench.log(f"[9] S3 writes: {size / MiB:.0f} MiB as {NCHUNKS} chunks")
+    part = int(os.environ.get("COLIO_S3_PART_SIZE") or 8 * MiB)
+    inflight = max(1, min(int(os.environ.get("COLIO_REMOTE_MAX_IN_FLIGHT") or 256),
+                          int(os.environ.get("COLIO_S3_BUFFER_SIZE") or 512 * MiB) // part))
+    parts = math.ceil(size / part)
+    out, transfer = [], None
+    for lat in latencies:
+        srv = Server(d, lat)
+        try:
+            fns, errors, notes = {}, {}, []
+            for name, maker in METHODS.items():
+                try:
+                    fn = maker(srv.endpoint)
+                    key = "check-" + name.split()[0]
+                    srv.stats(reset=True)
+                    fn(key, data, chunks)
+                    st = srv.stats()
+                    path = os.path.join(d, BUCKET, key)
+                    with open(path, "rb") as f:
+                        got = hashlib.file_digest(f, "sha256").hexdigest()
+                    os.unlink(path)
+                    if got != want:
+                        raise AssertionError("the stored object differs from the bytes written")
+                    notes.append(f"{name} {st['requests']} requests, peak {st['peak_in_flight']}")
+                    fns[name] = fn
+                except Exception as e:  # noqa: BLE001 - a failing peer is reported
+                    if name.startswith("colio"):
+                        raise
+                    errors[name] = f"{type(e).__name__}: {str(e).strip()[:300]}"
+                    bench.log(f"[9] {name}: {errors[name]}")
+
+            def timed(name, fn):
+                def one():
+                    key = "timed-" + name.split()[0]
+                    t = bench.timed(lambda: fn(key, data, chunks))
+                    try:
+                        os.unlink(os.path.join(d, BUCKET, key))
+                    except FileNotFoundError:
+                        pass
+                    return t
+                return one
+            bench.log(f"[9] {lat * 1e3:g} ms: {len(fns)} methods x {rounds} rounds")
+            s = bench.interleave({k: timed(k, fn) for k, fn in fns.items()}, rounds)
+            col = "colio.sink write_async"
+            med = sorted(s[col])[len(s[col]) // 2]
+            if lat == 0:
+                transfer = med
+            ideal = math.ceil(parts / inflight) * lat + transfer if transfer else None
+            note = "; ".join(notes) + f"; ideal = ceil({parts} parts / {inflight} in flight) x latency + 0 ms time"
+            bench.log(f"[9] {lat * 1e3:g} ms: {note}")
+            peers = {k: k for k in fns if k != col}
+            out.append(bench.case(9, "S3 writes: 1 GiB as 228 chunks" if not quick else
+                                  "S3 writes: 128 MiB as 228 chunks", f"{lat * 1e3:g} ms per request",
+                                  col, peers, s, nbytes=size, ideal=ideal if lat else None,
+                                  errors=errors, note=note))
+        finally:
+            srv.close()
+    return out

@@ -65,7 +65,7 @@ test-arrow-cgocheck2: $(CGOCHECK2_LIB) venv
 	COLIO_LIBRARY=$(abspath $(CGOCHECK2_LIB)) $(VPY) -m pytest -q tests/python/test_arrow.py
 
 # The benchmark suite (bench/run.py, BENCHMARKS.md): colio against its peers,
-# all seven workloads in one run (about 20 minutes on 2 cores); prints the
+# every workload in one run (bench/run.py lists them); prints the
 # tables, writes bench/results/latest.json and plots. BENCH_ARGS=--publish
 # also rewrites BENCHMARKS.md and docs/bench/. The peers come from the
 # `bench` extra. test-bench-quick (part of `make test`) runs it in --quick

@@ -215,13 +215,16 @@ int colio_source_from_callbacks(const colio_source_callbacks *cb, int64_t size,
 int colio_source_from_queue(int64_t size, uint32_t flags, void *ctx, colio_source **out);
 
 /* One part to run: fill up to size bytes of buf from offset of the source
- * created with ctx, then call colio_work_done(token, ...). */
+ * created with ctx, then call colio_work_done(token, ...). out: the parts
+ * taken and not yet handed back, this one included, when it was taken (a
+ * pool that keeps out + 1 threads always has one waiting). */
 typedef struct colio_work {
   void *ctx;
   void *buf;
   int64_t size;
   int64_t offset;
   int64_t token;
+  int64_t out;
 } colio_work;
 
 /* Waits up to timeout_ns (COLIO_WAIT_FOREVER; 0 polls) for a part and
@@ -236,6 +239,12 @@ int colio_work_take(int64_t timeout_ns, colio_work *out);
  * source ends there), or a negated errno. COLIO_EINVAL for an unknown
  * token. */
 int colio_work_done(int64_t token, int64_t result);
+
+/* colio_work_done(token, result) unless token is 0, then
+ * colio_work_take(timeout_ns, out): a worker's loop in one call, so that
+ * a runtime with a global lock (Python's GIL) releases and takes it back
+ * once per part instead of twice. */
+int colio_work_next(int64_t token, int64_t result, int64_t timeout_ns, colio_work *out);
 
 /* Opens a remote object: url is http://, https:// (a presigned URL too) or
  * s3://bucket/key. options is NULL or a NULL-terminated array of

@@ -128,6 +128,7 @@ class Work(Structure):  # a queued part for a Python worker (colio._workers)
         ("size", c_int64),
         ("offset", c_int64),
         ("token", c_int64),
+        ("out", c_int64),
     ]
 
 
@@ -206,6 +207,7 @@ FUNCTIONS = {
     "colio_source_from_queue": (c_int, [c_int64, c_uint32, c_void_p, _p_handle]),
     "colio_work_take": (c_int, [c_int64, POINTER(Work)]),
     "colio_work_done": (c_int, [c_int64, c_int64]),
+    "colio_work_next": (c_int, [c_int64, c_int64, c_int64, POINTER(Work)]),
     "colio_source_open_url": (c_int, [c_char_p, POINTER(c_char_p), _p_handle]),
     "colio_source_size": (c_int, [handle_p, _p_i64]),
     "colio_source_free": (c_int, [handle_p]),

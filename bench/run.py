@@ -502,6 +502,8 @@ def wl_fanout(cfg, tmp):
         pool.shutdown()
         server.close()
         os.unlink(ppath)
+    import callable_fanout  # bench/callable_fanout.py: from_callable vs a thread pool (issue 15)
+    out.extend(callable_fanout.rows(cfg, sys.modules[__name__]))
     return out
 
 

@@ -36,9 +36,9 @@ int colio_work_take(int64_t timeout_ns, colio_work *out) {
                                      "handed back with colio_work_done");
   uintptr_t ctx = 0;
   void *buf = NULL;
-  int64_t size = 0, offset = 0, token = 0;
+  int64_t size = 0, offset = 0, token = 0, taken = 0;
   int level = 0;
-  int rc = colioGoWorkTake(timeout_ns, &ctx, &buf, &size, &offset, &token, &level);
+  int rc = colioGoWorkTake(timeout_ns, &ctx, &buf, &size, &offset, &token, &taken, &level);
   if (rc != COLIO_OK)
     return rc;
   out->ctx = (void *)ctx;
@@ -46,6 +46,7 @@ int colio_work_take(int64_t timeout_ns, colio_work *out) {
   out->size = size;
   out->offset = offset;
   out->token = token;
+  out->out = taken;
   /* What the part's callback submits goes where its submitter's level
    * says (see callbacks.c). */
   working = 1;
@@ -63,6 +64,15 @@ int colio_work_done(int64_t token, int64_t result) {
     colioi_tls_level = level_before;
   }
   return rc;
+}
+
+int colio_work_next(int64_t token, int64_t result, int64_t timeout_ns, colio_work *out) {
+  if (token) {
+    int rc = colio_work_done(token, result);
+    if (rc != COLIO_OK)
+      return rc;
+  }
+  return colio_work_take(timeout_ns, out);
 }
 
 int colioi_work_wait_begin(int64_t timeout_ns) {

@@ -46,7 +46,7 @@ func colioGoSourceFromQueue(size C.int64_t, flags C.uint32_t, ctx C.uintptr_t, o
 }
 
 //export colioGoWorkTake
-func colioGoWorkTake(timeoutNs C.int64_t, ctx *C.uintptr_t, buf *unsafe.Pointer, size, off, tok *C.int64_t, level *C.int) (rc C.int) {
+func colioGoWorkTake(timeoutNs C.int64_t, ctx *C.uintptr_t, buf *unsafe.Pointer, size, off, tok, taken *C.int64_t, level *C.int) (rc C.int) {
 	const name = "colio_work_take"
 	defer recoverInto(name, &rc)
 	if timeoutNs < 0 && timeoutNs != C.COLIO_WAIT_FOREVER {
@@ -79,6 +79,7 @@ func colioGoWorkTake(timeoutNs C.int64_t, ctx *C.uintptr_t, buf *unsafe.Pointer,
 	*size = C.int64_t(len(w.Buf))
 	*off = C.int64_t(w.Off)
 	*tok = C.int64_t(w.Token)
+	*taken = C.int64_t(w.Out)
 	*level = C.int(w.Level)
 	return C.COLIO_OK
 }

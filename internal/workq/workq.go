@@ -47,11 +47,12 @@ type Owner struct {
 
 // Work is what a worker gets: the job's token and where to put the bytes.
 type Work struct {
-	Ctx    uintptr
-	Buf    []byte
-	Off    int64
-	Level  int
-	Token  uint64
+	Ctx   uintptr
+	Buf   []byte
+	Off   int64
+	Level int
+	Token uint64
+	Out   int // jobs taken and not yet done, this one included
 }
 
 // Queue is the work queue.
@@ -59,7 +60,8 @@ type Queue struct {
 	Limit func() int // jobs run at once, not counting blocked ones
 
 	mu      sync.Mutex
-	wake    chan struct{} // closed and replaced on every change
+	wake    chan struct{}   // closed and replaced on a change every taker must see
+	waiters []chan struct{} // takers waiting for a job, woken one per job
 	jobs    []*Job
 	taken   map[uint64]*Job
 	next    uint64
@@ -75,6 +77,18 @@ func New(limit func() int) *Queue {
 func (q *Queue) changedLocked() {
 	close(q.wake)
 	q.wake = make(chan struct{})
+}
+
+// signalLocked wakes one waiting taker: a new job needs one worker, and
+// waking all of them (eight threads for each job on a 2-core machine)
+// costs more than the job.
+func (q *Queue) signalLocked() {
+	if n := len(q.waiters); n > 0 {
+		w := q.waiters[n-1]
+		q.waiters[n-1] = nil
+		q.waiters = q.waiters[:n-1]
+		close(w)
+	}
 }
 
 // Join registers a source. Workers may retire only while none is joined.
@@ -104,7 +118,7 @@ func (o *Owner) Push(j *Job) {
 	}
 	j.owner = o
 	q.jobs = append(q.jobs, j)
-	q.changedLocked()
+	q.signalLocked()
 	q.mu.Unlock()
 }
 
@@ -157,22 +171,26 @@ func (q *Queue) Take(timeout time.Duration) (Work, error) {
 	for {
 		q.mu.Lock()
 		if j := q.popLocked(); j != nil {
+			out := len(q.taken)
 			q.mu.Unlock()
 			if !j.Begin() {
 				q.end(j, false)
 				continue
 			}
-			return Work{Ctx: j.owner.Ctx, Buf: j.Buf, Off: j.Off, Level: j.Level, Token: j.token}, nil
+			return Work{Ctx: j.owner.Ctx, Buf: j.Buf, Off: j.Off, Level: j.Level, Token: j.token, Out: out}, nil
 		}
 		if q.owners == 0 && len(q.taken) == 0 {
 			q.mu.Unlock()
 			return Work{}, ErrNoSources
 		}
-		wake := q.wake
-		q.mu.Unlock()
 		if timeout == 0 {
+			q.mu.Unlock()
 			return Work{}, ErrTimeout
 		}
+		wake := q.wake
+		mine := make(chan struct{})
+		q.waiters = append(q.waiters, mine)
+		q.mu.Unlock()
 		if timer == nil && timeout > 0 {
 			t := time.NewTimer(timeout)
 			defer t.Stop()
@@ -180,10 +198,33 @@ func (q *Queue) Take(timeout time.Duration) (Work, error) {
 		}
 		select {
 		case <-wake:
+		case <-mine:
 		case <-timer:
+			q.forget(mine)
 			return Work{}, ErrTimeout
 		}
+		q.forget(mine)
 	}
+}
+
+// forget drops a taker's wake-up channel. One that was signalled and is
+// gone anyway passes the signal on, so a job never waits for a taker that
+// left.
+func (q *Queue) forget(mine chan struct{}) {
+	q.mu.Lock()
+	for i, w := range q.waiters {
+		if w == mine {
+			q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
+			q.mu.Unlock()
+			return
+		}
+	}
+	// Signalled: if the job it was woken for is still there (taken by
+	// nobody), wake another.
+	if len(q.jobs) > 0 {
+		q.signalLocked()
+	}
+	q.mu.Unlock()
 }
 
 // popLocked removes the first job that may run now and marks it taken.
@@ -212,7 +253,12 @@ func (q *Queue) end(j *Job, _ bool) {
 	q.mu.Lock()
 	delete(q.taken, j.token)
 	j.owner.busy = false
-	q.changedLocked()
+	if len(q.jobs) > 0 {
+		q.signalLocked() // its place (or its serial source) is free again
+	}
+	if q.owners == 0 && len(q.taken) == 0 {
+		q.changedLocked() // the workers may retire
+	}
 	q.mu.Unlock()
 }
 

@@ -41,7 +41,6 @@ _JOIN_S = 10.0
 
 _lock = threading.Lock()
 _threads: set = set()
-_idle = 0                       # threads waiting in (or heading to) colio_work_take
 _callbacks: dict = {}           # ctx value -> run(addr, size, offset) -> bytes or -errno
 _keys = itertools.count(1)
 _names = itertools.count(1)
@@ -63,12 +62,10 @@ def register(run) -> int:
 
 
 def start(L) -> None:
-    """Makes sure a worker waits for the new source's parts."""
+    """Makes sure workers wait for the new source's parts (more start as
+    parts keep every one busy)."""
     with _lock:
-        if _idle:
-            return
-        n = min(_limit(L), _EAGER) if not _threads else 1
-        for _ in range(n):
+        for _ in range(min(_limit(L), _EAGER) - len(_threads)):
             _spawn_locked()
 
 
@@ -86,47 +83,49 @@ def unregister(key: int) -> None:
 
 
 def _spawn_locked() -> None:
-    global _idle
     t = threading.Thread(target=_work, name=f"colio-python-worker-{next(_names)}", daemon=True)
     _threads.add(t)
-    _idle += 1
     t.start()
 
 
+def _more(L, out: int) -> None:
+    """Starts a thread when every one is busy with a part (out of them)."""
+    with _lock:
+        if len(_threads) <= out and len(_threads) < _limit(L) + _MAX_NESTING:
+            _spawn_locked()
+
+
 def _work() -> None:
-    global _idle
     L = _lib.L
     w = _lib.Work()
     ref = ctypes.byref(w)
-    take, done = L.colio_work_take, L.colio_work_done
+    # One call hands a part back and takes the next (colio_work_next): one
+    # GIL release per part, not two.
+    step = L.colio_work_next
     me = threading.current_thread()
-    ok, timed_out, closed = _lib.OK, _lib.ETIMEDOUT, _lib.ECLOSED
+    ok, closed, forked = _lib.OK, _lib.ECLOSED, _lib.EFORK
     callbacks = _callbacks
+    token = result = 0
     while True:
-        rc = take(_TAKE_NS, ref)
+        rc = step(token, result, _TAKE_NS, ref)
+        token = 0
         if rc == ok:
-            with _lock:
-                _idle -= 1
-                if not _idle and len(_threads) < _limit(L) + _MAX_NESTING:
-                    _spawn_locked()  # the next part must find a thread waiting
+            if len(_threads) <= w.out:
+                _more(L, w.out)  # the next part must find a thread waiting
             run = callbacks.get(w.ctx)
-            r = run(w.buf, w.size, w.offset) if run is not None else -_errno.EIO
-            done(w.token, r)
-            with _lock:
-                _idle += 1
+            result = run(w.buf, w.size, w.offset) if run is not None else -_errno.EIO
+            token = w.token
             continue
-        if _lib._forked:
+        if _lib._forked or rc == forked:
             return
-        if rc == timed_out:
-            continue
+        if rc != closed:
+            continue  # ETIMEDOUT: take again
         with _lock:
-            # No source open (ECLOSED), or the library refused (EFORK):
-            # exit, unless a source is being made right now (its ctx is
+            # No source open (ECLOSED): exit, unless a source is being made right now (its ctx is
             # registered before the library knows it; start() then finds
             # this thread gone and starts another).
-            if not (rc == closed and callbacks):
+            if not callbacks:
                 _threads.discard(me)
-                _idle -= 1
                 return
         time.sleep(0.001)
 
@@ -138,10 +137,9 @@ def thread_count() -> int:
 
 
 def _after_fork_in_child() -> None:
-    global _lock, _threads, _idle, _callbacks
+    global _lock, _threads, _callbacks
     _lock = threading.Lock()
     _threads = set()
-    _idle = 0
     _callbacks = {}
 
 

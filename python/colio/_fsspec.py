@@ -85,6 +85,8 @@ def from_fsspec(fs, path: str, *, via: str = "auto", max_in_flight: int = DEFAUL
     max_in_flight = index(max_in_flight, "max_in_flight")
     if max_in_flight < 1:
         raise InvalidArgumentError("colio.from_fsspec: max_in_flight must be at least 1")
+    if size is not None:
+        size = index(size, "size")
     if via == "workers" and auto:
         src = _native(fs, path, max_in_flight)
         if src is not None:

@@ -98,7 +98,7 @@ def test_error_classes():
 def test_config_roundtrip_and_bad_values():
     cfg = colio.get_config()
     assert set(cfg) == {"threads", "task_size", "small_read_threshold", "small_write_threshold",
-                        "bounce_buffer_size"}
+                        "bounce_buffer_size", "python_workers"}
     try:
         colio.set_config(threads=cfg["threads"] + 3, small_read_threshold=0)
         assert colio.get_config()["threads"] == cfg["threads"] + 3

@@ -17,7 +17,8 @@ import (
 
 // futureObj is what a colio_future* token stands for.
 type futureObj struct {
-	f *future.Future
+	f     *future.Future
+	batch *batchObj // the ranges of a colio_readv_batch future, else nil
 
 	mu     sync.Mutex
 	msg    *C.char       // C copy of the error message, made on first ask
@@ -155,7 +156,11 @@ func colioGoFutureCancel(fut C.uintptr_t, cancelled *C.int) (rc C.int) {
 		return rc
 	}
 	*cancelled = 0
-	if fo.f.Cancel() {
+	if fo.batch != nil {
+		if fo.batch.cancel() {
+			*cancelled = 1
+		}
+	} else if fo.f.Cancel() {
 		*cancelled = 1
 	}
 	return C.COLIO_OK
@@ -276,5 +281,8 @@ func colioGoFutureFree(fut C.uintptr_t, inDone C.uintptr_t) (rc C.int) {
 		fo.msg = nil
 	}
 	fo.mu.Unlock()
+	if fo.batch != nil {
+		fo.batch.freeMsgs()
+	}
 	return C.COLIO_OK
 }

@@ -12,7 +12,7 @@ import (
 // made of a slot index, the slot's generation and the handle's kind:
 //
 //	bit  63     0
-//	bits 60..62 kind (1 source, 2 sink, 3 future, 4 stream)
+//	bits 60..62 kind (1 source, 2 sink, 3 future, 4 stream, 5 cq)
 //	bits 28..59 generation of the slot (32 bits, never 0)
 //	bits  0..27 slot index (up to 268 million live handles)
 //
@@ -29,6 +29,7 @@ const (
 	kindSink   kind = 2
 	kindFuture kind = 3
 	kindStream kind = 4
+	kindCQ     kind = 5 // colio_cq (batch.go)
 )
 
 func (k kind) String() string {
@@ -41,6 +42,8 @@ func (k kind) String() string {
 		return "colio_future"
 	case kindStream:
 		return "colio_stream"
+	case kindCQ:
+		return "colio_cq"
 	}
 	return "unknown"
 }
@@ -128,7 +131,7 @@ func (t *table) check(tok token, want kind) (*slot, error) {
 		return nil, &handleError{tok, want, "it is NULL"}
 	}
 	k, gen, i := tok.parts()
-	if tok>>63 != 0 || k < kindSource || k > kindStream || gen == 0 || int(i) >= len(t.slots) {
+	if tok>>63 != 0 || k < kindSource || k > kindCQ || gen == 0 || int(i) >= len(t.slots) {
 		return nil, &handleError{tok, want, "it is not a colio handle (corrupted or never returned by colio)"}
 	}
 	if k != want {

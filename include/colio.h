@@ -360,6 +360,68 @@ int colio_readv_async_ex(colio_source *src, const colio_range *ranges, int64_t n
 int colio_source_set_coalesce(colio_source *src, int64_t hole, int64_t max);
 int colio_source_get_coalesce(colio_source *src, int64_t *hole, int64_t *max);
 
+/* ---- Batches and completion queues ------------------------------------- */
+
+/* One call per batch (issue 15): a fan-out read whose ranges report into
+ * the caller's arrays instead of one future each, for bindings where a
+ * call or a callback per range costs more than the read.
+ *
+ * colio_readv reads every range (on colio's workers, or inline for small
+ * reads of fast sources, as colio_readv_async) and returns when all have
+ * ended. flags as for colio_readv_async_ex. nread[i] and status[i] (either
+ * may be NULL) receive range i's byte count and status. Returns COLIO_OK
+ * if every range succeeded, else the status of the lowest-index range
+ * that failed (its message is the thread's last error). The ranges are
+ * checked first, as for colio_readv_async: if one is invalid, none starts
+ * and nread/status are not written. n == 0 returns COLIO_OK. */
+int colio_readv(colio_source *src, const colio_range *ranges, int64_t n, uint32_t flags,
+                int64_t *nread, int *status);
+
+/* A completion queue: batches post one entry per finished range, and one
+ * colio_cq_wait takes many. Any number of batches and threads may share
+ * one. */
+typedef struct colio_cq colio_cq;
+typedef struct colio_cq_entry {
+  uint64_t ctx;   /* the batch's ctx + the range's index */
+  int64_t nbytes; /* as nread[i] */
+  int status;     /* as status[i] */
+} colio_cq_entry;
+int colio_cq_new(colio_cq **out);
+
+/* Waits up to timeout_ns (COLIO_WAIT_FOREVER, 0 polls) for at least one
+ * entry, then moves up to max entries, oldest first, to entries; *count
+ * receives how many. COLIO_ETIMEDOUT (and *count 0) if none came,
+ * COLIO_ECLOSED once the queue is freed. */
+int colio_cq_wait(colio_cq *cq, colio_cq_entry *entries, int64_t max, int64_t timeout_ns,
+                  int64_t *count);
+
+/* Frees the queue: waiters return COLIO_ECLOSED, later entries are
+ * dropped (the batches themselves go on). Accepts NULL. */
+int colio_cq_free(colio_cq *cq);
+
+/* colio_readv, started: *out receives one future for the whole batch, and
+ * the call returns at once. Range i writes nread[i] and status[i] (either
+ * may be NULL; both must stay valid until the future completes or is
+ * freed) and then, if cq is not NULL, posts {ctx + i, nbytes, status} to
+ * it; the future completes after every range did. Its status, message and
+ * byte count (the sum) are colio_readv's. colio_future_wait, _done,
+ * _on_done, _error and _free work on it as on any future;
+ * colio_future_cancel cancels every range not started, and freeing it
+ * waits for every range. */
+int colio_readv_batch(colio_source *src, const colio_range *ranges, int64_t n, uint32_t flags,
+                      int64_t *nread, int *status, colio_cq *cq, uint64_t ctx,
+                      colio_future **out);
+
+/* Range index of a batch future, as colio_future_wait, colio_future_cancel
+ * and colio_future_error do for a whole future (the message is owned by
+ * the batch until it is freed). A future that is not a batch, or an index
+ * out of range, is COLIO_EINVAL. */
+int colio_future_wait_part(colio_future *fut, int64_t index, int64_t timeout_ns,
+                           int64_t *nbytes);
+int colio_future_cancel_part(colio_future *fut, int64_t index, int *cancelled);
+int colio_future_error_part(colio_future *fut, int64_t index, const char **message,
+                            int *errnum);
+
 /* ---- Arrow C Data Interface ------------------------------------------- */
 
 /* The structs of the Arrow C Data Interface and C Stream Interface,

@@ -38,6 +38,9 @@ type Future struct {
 
 	startOnce sync.Once
 	start     func() // deferred mode only
+
+	hook      atomic.Pointer[func(*Future)] // see OnCompleteInline
+	hookFired atomic.Bool
 }
 
 // New returns a future that completes after parts calls to PartDone. A
@@ -122,8 +125,30 @@ func (f *Future) complete() {
 	f.callbacks = nil
 	f.mu.Unlock()
 	close(f.done)
+	f.fireHook()
 	for _, cb := range cbs {
 		f.post(cb)
+	}
+}
+
+// OnCompleteInline registers cb to run once, on the goroutine that
+// completes the future (a worker, or the caller for an inline read), or
+// here if it already has. Unlike OnDone it skips the notifier: batched
+// completions (capi's completion queues) must not wait behind a user's
+// completion callback that blocks the notifier. cb must be short and must
+// not block. One per future.
+func (f *Future) OnCompleteInline(cb func(*Future)) {
+	f.hook.Store(&cb)
+	if f.isDone.Load() {
+		f.fireHook()
+	}
+}
+
+// fireHook runs the inline hook once: complete and OnCompleteInline may
+// both see it (sequentially consistent atomics), and the flag picks one.
+func (f *Future) fireHook() {
+	if p := f.hook.Load(); p != nil && f.hookFired.CompareAndSwap(false, true) {
+		(*p)(f)
 	}
 }
 

@@ -132,6 +132,14 @@ class Work(Structure):  # a queued part for a Python worker (colio._workers)
     ]
 
 
+class CqEntry(Structure):  # one completed range of a batch (colio._batch)
+    _fields_ = [
+        ("ctx", ctypes.c_uint64),
+        ("nbytes", c_int64),
+        ("status", c_int),
+    ]
+
+
 # The Arrow C Data Interface structs (colio.h declares them as the Arrow
 # specification does). Used by colio._arrow.
 class ArrowSchema(Structure):
@@ -177,6 +185,7 @@ STRUCTS = {
     "colio_source_callbacks": SourceCallbacks,
     "colio_sink_callbacks": SinkCallbacks,
     "colio_range": Range,
+    "colio_cq_entry": CqEntry,
     "colio_work": Work,
     "ArrowSchema": ArrowSchema,
     "ArrowArray": ArrowArray,
@@ -218,6 +227,16 @@ FUNCTIONS = {
     "colio_readv_async_ex": (c_int, [handle_p, POINTER(Range), c_int64, c_uint32, _p_handle]),
     "colio_source_set_coalesce": (c_int, [handle_p, c_int64, c_int64]),
     "colio_source_get_coalesce": (c_int, [handle_p, _p_i64, _p_i64]),
+    # batches and completion queues (issue 15)
+    "colio_readv": (c_int, [handle_p, POINTER(Range), c_int64, c_uint32, _p_i64, _p_int]),
+    "colio_cq_new": (c_int, [_p_handle]),
+    "colio_cq_wait": (c_int, [handle_p, POINTER(CqEntry), c_int64, c_int64, _p_i64]),
+    "colio_cq_free": (c_int, [handle_p]),
+    "colio_readv_batch": (c_int, [handle_p, POINTER(Range), c_int64, c_uint32, _p_i64, _p_int,
+                                  handle_p, ctypes.c_uint64, _p_handle]),
+    "colio_future_wait_part": (c_int, [handle_p, c_int64, c_int64, _p_i64]),
+    "colio_future_cancel_part": (c_int, [handle_p, c_int64, _p_int]),
+    "colio_future_error_part": (c_int, [handle_p, c_int64, POINTER(c_char_p), _p_int]),
     # Arrow C Data Interface
     "colio_read_ranges_arrow": (c_int, [handle_p, POINTER(Range), c_int64, POINTER(ArrowArray),
                                         POINTER(ArrowSchema)]),
@@ -331,13 +350,16 @@ def adopt_thread() -> None:
 # the C API by other code in the process is not seen, which would only move
 # such reads between inline and the pool, never change their bytes.
 inline_read_max = -1
+inline_write_max = -1  # small_write_threshold, the same way for Sink.write_async
 
 
 def refresh_inline_max(lib) -> None:
-    global inline_read_max
+    global inline_read_max, inline_write_max
     v = c_int64(0)
     if lib.colio_config_get_int(b"small_read_threshold", ctypes.byref(v)) == 0:
         inline_read_max = v.value
+    if lib.colio_config_get_int(b"small_write_threshold", ctypes.byref(v)) == 0:
+        inline_write_max = v.value
 
 
 _forked = False          # set in the child by an os.register_at_fork hook

@@ -22,7 +22,7 @@ def _header():
     return _strip_comments(open(HEADER).read())
 
 
-HANDLE_TYPES = {"colio_source", "colio_sink", "colio_future", "colio_stream"}
+HANDLE_TYPES = {"colio_source", "colio_sink", "colio_future", "colio_stream", "colio_cq"}
 STRUCT_NAMES = set(_lib.STRUCTS)
 
 
@@ -48,7 +48,7 @@ def ctype_of(decl: str):
         stars -= 1
     else:
         ty = {"void": None, "int": ctypes.c_int, "int64_t": ctypes.c_int64,
-              "uint32_t": ctypes.c_uint32, "size_t": ctypes.c_size_t,
+              "uint32_t": ctypes.c_uint32, "uint64_t": ctypes.c_uint64, "size_t": ctypes.c_size_t,
               "uintptr_t": ctypes.c_size_t}[base]
     for _ in range(stars):
         ty = ctypes.POINTER(ty)

@@ -64,6 +64,7 @@ type Sink struct {
 	sent     int              // parts ever sent
 	uploadID string
 	creating chan struct{} // non-nil while CreateMultipartUpload runs
+	free     [][]byte      // acknowledged parts' buffers, for reuse (newBuf)
 	err      error         // sticky: set once, and the upload is then aborted
 	closing  bool
 	done     bool // Close or Abort finished
@@ -76,6 +77,7 @@ type Sink struct {
 type part struct {
 	buf     []byte
 	have    []span // written spans, sorted and merged, relative to the part
+	copying int    // writes copying into buf now (unlocked)
 	waiters []*waiter
 	sent    bool
 }
@@ -172,24 +174,66 @@ func (k *Sink) WriteAtDurable(_ context.Context, p []byte, off int64, done func(
 	}
 	w := &waiter{left: int(last - first + 1), done: done}
 	k.size = max(k.size, end)
+	type piece struct {
+		i, a, b int64
+		pt      *part
+	}
+	pieces := make([]piece, 0, last-first+1)
 	for i := first; i <= last; i++ {
 		pt := k.parts[i]
 		if pt == nil {
-			pt = &part{buf: make([]byte, ps)}
+			pt = &part{buf: k.newBuf()}
 			k.parts[i] = pt
 		}
-		a, b := max(off, i*ps), min(end, (i+1)*ps)
-		copy(pt.buf[a-i*ps:b-i*ps], p[a-off:b-off])
-		pt.add(a-i*ps, b-i*ps)
+		pt.copying++
 		pt.waiters = append(pt.waiters, w)
-		if len(pt.have) == 1 && pt.have[0] == (span{0, ps}) {
-			k.sendLocked(i, pt)
-			if k.err != nil {
-				return len(p), nil // done was called with the error
-			}
+		pieces = append(pieces, piece{i, max(off, i*ps) - i*ps, min(end, (i+1)*ps) - i*ps, pt})
+	}
+	// The copies run unlocked, so the I/O slots copy in parallel; a part
+	// is sent only once no copy into it is running.
+	k.mu.Unlock()
+	for _, c := range pieces {
+		copy(c.pt.buf[c.a:c.b], p[c.i*ps+c.a-off:c.i*ps+c.b-off])
+	}
+	k.mu.Lock()
+	for _, c := range pieces {
+		c.pt.copying--
+		c.pt.add(c.a, c.b)
+		if c.pt.copying == 0 && !c.pt.sent && k.err == nil && len(c.pt.have) == 1 && c.pt.have[0] == (span{0, ps}) {
+			k.sendLocked(c.i, c.pt)
 		}
 	}
 	return len(p), nil
+}
+
+// maxFree bounds the part buffers kept for reuse: enough to spare most
+// page faults of fresh ones in a steady stream, little to hold when idle.
+const maxFree = 16
+
+// newBuf is a part buffer, reused when one is free. A reused buffer holds
+// old bytes: Close zeroes the gaps of the parts it sends with holes, and
+// full parts have none.
+func (k *Sink) newBuf() []byte {
+	if n := len(k.free); n > 0 {
+		b := k.free[n-1]
+		k.free = k.free[:n-1]
+		return b
+	}
+	return make([]byte, k.partSize)
+}
+
+// zeroGaps zeroes the bytes of [0, n) no write covered.
+func (pt *part) zeroGaps(n int64) {
+	at := int64(0)
+	for _, s := range pt.have {
+		if s.a > at {
+			clear(pt.buf[at:min(s.a, n)])
+		}
+		at = max(at, s.b)
+	}
+	if at < n {
+		clear(pt.buf[at:n])
+	}
 }
 
 // add records [a, b) as written.
@@ -248,6 +292,9 @@ func (k *Sink) upload(i int64, pt *part) {
 	} else if k.err == nil {
 		k.etags[i] = etag
 		delete(k.parts, i)
+		if int64(cap(pt.buf)) == k.partSize && len(k.free) < maxFree {
+			k.free = append(k.free, pt.buf[:k.partSize])
+		}
 		pt.buf = nil
 		ready = pt.finishLocked()
 	}
@@ -390,7 +437,7 @@ func (k *Sink) Close() error {
 		return k.err
 	}
 	k.closing = true
-	defer func() { k.done = true }()
+	defer func() { k.done, k.free = true, nil }()
 	if k.err != nil {
 		k.abortLocked()
 		return k.err
@@ -400,6 +447,7 @@ func (k *Sink) Close() error {
 		var ready []*waiter
 		if pt := k.parts[0]; pt != nil {
 			body = pt.buf[:k.size]
+			pt.zeroGaps(k.size)
 			ready = pt.finishLocked()
 		}
 		k.mu.Unlock()
@@ -427,7 +475,7 @@ func (k *Sink) Close() error {
 		}
 		pt := k.parts[i]
 		if pt == nil {
-			pt = &part{buf: make([]byte, k.partSize)}
+			pt = &part{buf: k.newBuf()}
 			k.parts[i] = pt
 		}
 		if pt.sent {
@@ -436,6 +484,7 @@ func (k *Sink) Close() error {
 		if i == last {
 			pt.buf = pt.buf[:k.size-i*k.partSize]
 		}
+		pt.zeroGaps(int64(len(pt.buf)))
 		k.sendLocked(i, pt)
 	}
 	for k.running > 0 && k.err == nil {

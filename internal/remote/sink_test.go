@@ -338,3 +338,33 @@ func TestS3SinkOverwriteOfSentPartFails(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// Bytes never written read as zeros even in a part whose buffer was
+// reused from an acknowledged part (it held that part's bytes): without
+// zeroGaps at Close, the hole before the last write carried old data.
+func TestS3SinkHolesAreZeroInReusedBuffers(t *testing.T) {
+	isolateAWS(t)
+	defer watchdog(t, time.Minute)()
+	f := start(t, remotetest.Options{})
+	e := newEngine(2)
+	ks, err := f.openSink(t, "", "bkt/holes", "anon=1", "part_size="+itoa(minPart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, 2*minPart)
+	rand.New(rand.NewSource(9)).Read(data)
+	a, _ := e.Write(context.Background(), ks, data, 0)
+	if _, err := a.WaitTimeout(-1); err != nil { // both parts acknowledged: their buffers are free
+		t.Fatal(err)
+	}
+	tail := []byte("0123456789")
+	b, _ := e.Write(context.Background(), ks, tail, 2*minPart+100)
+	if err := ks.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b.WaitTimeout(-1)
+	want := append(append(append([]byte{}, data...), make([]byte, 100)...), tail...)
+	if got, _ := f.stored(t, "bkt/holes"); !bytes.Equal(got, want) {
+		t.Fatalf("stored %d bytes, not the %d written with a zero hole", len(got), len(want))
+	}
+}

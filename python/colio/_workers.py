@@ -39,7 +39,7 @@ _EAGER = 16
 # Closing the last source waits this long for the threads to exit.
 _JOIN_S = 10.0
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entrant: a source collected while it is held closes through unregister
 _threads: set = set()
 _callbacks: dict = {}           # ctx value -> run(addr, size, offset) -> bytes or -errno
 _keys = itertools.count(1)
@@ -138,7 +138,7 @@ def thread_count() -> int:
 
 def _after_fork_in_child() -> None:
     global _lock, _threads, _callbacks
-    _lock = threading.Lock()
+    _lock = threading.RLock()
     _threads = set()
     _callbacks = {}
 

@@ -283,3 +283,33 @@ def test_serial_callable_runs_one_at_a_time(ref):
             assert p == ref[off:off + n]
     assert state["peak"] == 1
     assert state["order"] == [o for o, _ in ranges]  # in submission order
+
+
+def test_nested_batch_reads_finish_with_one_worker(ref, workers):
+    """Every blocking wait of a worker thread must free its place, not only
+    colio_future_wait: here the nested read is read_ranges and
+    read_ranges_async(...)[i].result() of another callable source (the
+    batch calls of issue 15 item 1 wait with their own C calls)."""
+    colio.set_config(python_workers=1)
+    inner = colio.from_callable(_copier(ref), len(ref))
+
+    def outer_read(buf, off):
+        n = min(len(buf), len(ref) - off)
+        a = inner.read_ranges_async([(off, n)])[0].result(WATCHDOG)
+        b = inner.read_ranges([(off, n)])[0]
+        assert bytes(a) == bytes(b)
+        buf[:n] = a
+        return n
+
+    done = threading.Event()
+    result = {}
+
+    def run():
+        with colio.from_callable(outer_read, len(ref)) as outer:
+            result["one"] = outer.read(5, 5000)
+        done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    assert done.wait(WATCHDOG), "nested batch read hung"
+    assert result["one"] == ref[5:5005]
+    inner.close()

@@ -32,7 +32,10 @@ class LatencyFileSystem(AbstractFileSystem):
     def __init__(self, fs=None, latency: float = 0.002, **kwargs):
         super().__init__(**kwargs)
         if fs is None:
-            fs = MemoryFileSystem()
+            # A private instance: MemoryFileSystem() alone is fsspec's cached
+            # one (fsspec.filesystem("memory")), and a store set on it would
+            # hide every memory:// file of the process from that instance.
+            fs = MemoryFileSystem(skip_instance_cache=True)
             fs.store = {}
             fs.pseudo_dirs = [""]
         self.fs = fs

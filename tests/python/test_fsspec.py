@@ -129,6 +129,28 @@ def _peak_of_fanout(fs, s, ranges, want_bytes, attempts=5):
     return peaks[-1], want
 
 
+def test_latency_fs_leaves_the_shared_memory_fs_alone():
+    """LatencyFileSystem() has a memory store of its own; it once set it on
+    fsspec's cached MemoryFileSystem, so memory:// files written before
+    (or through another instance, as zarr's asynchronous=True one) vanished
+    from fsspec.filesystem("memory") and colio::memory:// URLs."""
+    shared = fsspec.filesystem("memory")
+    shared.pipe_file("/colio-latency-iso/a.bin", b"before")
+    try:
+        fs = LatencyFileSystem(latency=0)
+        fs.pipe_file("/b.bin", b"private")
+        assert fs.fs is not shared
+        assert fsspec.filesystem("memory") is shared
+        assert shared.cat_file("/colio-latency-iso/a.bin") == b"before"
+        assert not shared.exists("/b.bin")
+        other = fsspec.filesystem("memory", asynchronous=True)  # zarr's
+        assert other.cat_file("/colio-latency-iso/a.bin") == b"before"
+        with fsspec.open("colio::memory://colio-latency-iso/a.bin", "rb") as f:
+            assert f.read() == b"before"
+    finally:
+        shared.rm("/colio-latency-iso", recursive=True)
+
+
 def test_fanout_20_x_2mib_overlaps(ref):
     big = ref * 14  # > 40 MiB
     fs, s = _latency_source(big)

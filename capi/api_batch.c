@@ -7,7 +7,11 @@
 int colio_readv(colio_source *src, const colio_range *ranges, int64_t n, uint32_t flags,
                 int64_t *nread, int *status) {
   COLIOI_ENTER("colio_readv");
-  return colioGoReadv((uintptr_t)src, (void *)ranges, n, flags, nread, status, colioi_tls_level);
+  /* A Python worker blocked here frees its place (see api_work.c). */
+  int nested = colioi_work_wait_begin(COLIO_WAIT_FOREVER);
+  int rc = colioGoReadv((uintptr_t)src, (void *)ranges, n, flags, nread, status, colioi_tls_level);
+  colioi_work_wait_end(nested);
+  return rc;
 }
 
 int colio_readv_batch(colio_source *src, const colio_range *ranges, int64_t n, uint32_t flags,
@@ -28,7 +32,9 @@ int colio_future_wait_part(colio_future *fut, int64_t index, int64_t timeout_ns,
                            int64_t *nbytes) {
   COLIOI_ENTER("colio_future_wait_part");
   int64_t n = 0;
+  int nested = colioi_work_wait_begin(timeout_ns);
   int rc = colioGoFutureWaitPart((uintptr_t)fut, index, timeout_ns, &n);
+  colioi_work_wait_end(nested);
   if (nbytes)
     *nbytes = n;
   return rc;
@@ -71,7 +77,9 @@ int colio_cq_wait(colio_cq *cq, colio_cq_entry *entries, int64_t max, int64_t ti
                   int64_t *count) {
   COLIOI_ENTER("colio_cq_wait");
   int64_t k = 0;
+  int nested = colioi_work_wait_begin(timeout_ns);
   int rc = colioGoCqWait((uintptr_t)cq, entries, max, timeout_ns, &k);
+  colioi_work_wait_end(nested);
   if (count)
     *count = k;
   return rc;
@@ -82,4 +90,16 @@ int colio_cq_free(colio_cq *cq) {
   if (!cq)
     return COLIO_OK;
   return colioGoCqFree((uintptr_t)cq);
+}
+
+int colio_write_ex(colio_sink *sink, const void *buf, int64_t size, int64_t offset,
+                   int64_t *nwritten, int64_t *placed) {
+  COLIOI_ENTER("colio_write_ex");
+  int64_t n = 0, at = 0;
+  int rc = colioGoWriteEx((uintptr_t)sink, (void *)buf, size, offset, &n, &at, colioi_tls_level);
+  if (nwritten)
+    *nwritten = n;
+  if (placed)
+    *placed = at;
+  return rc;
 }

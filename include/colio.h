@@ -643,6 +643,11 @@ int colio_sink_abort(colio_sink *sink);
 int colio_write(colio_sink *sink, const void *buf, int64_t size, int64_t offset,
                 int64_t *nwritten);
 
+/* colio_write that also gives, in *placed (may be NULL), the offset the
+ * bytes went to: an append's reserved offset (issue 15). */
+int colio_write_ex(colio_sink *sink, const void *buf, int64_t size, int64_t offset,
+                   int64_t *nwritten, int64_t *placed);
+
 /* Starts the write and returns its future. An append's offset is reserved
  * now: colio_future_offset() tells where it goes. */
 int colio_write_async(colio_sink *sink, const void *buf, int64_t size, int64_t offset,

@@ -256,6 +256,7 @@ FUNCTIONS = {
     "colio_sink_abort": (c_int, [handle_p]),
     # writes
     "colio_write": (c_int, [handle_p, c_void_p, c_int64, c_int64, _p_i64]),
+    "colio_write_ex": (c_int, [handle_p, c_void_p, c_int64, c_int64, _p_i64, _p_i64]),
     "colio_write_async": (c_int, [handle_p, c_void_p, c_int64, c_int64, _p_handle]),
     "colio_writev_async": (c_int, [handle_p, POINTER(Range), c_int64, _p_handle]),
     # futures

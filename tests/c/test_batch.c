@@ -7,7 +7,8 @@
  * generator's bytes), coalesced or not; failures per range, the lowest
  * index's as the batch's; per-range wait, cancel and error; completion
  * queues shared by batches, drained a few entries at a time, timing out,
- * and freed under a waiter. These calls did not exist before issue 15.
+ * and freed under a waiter; colio_write_ex's placed offset. These calls
+ * did not exist before issue 15.
  */
 #include "harness.h"
 
@@ -290,6 +291,30 @@ int main(void) {
   CHECK_ERR(colio_cq_wait(cq, e, 1, 0, &k), COLIO_EINVAL, "freed");
   CHECK_ERR(colio_cq_free(cq), COLIO_EINVAL, "freed");
   OK(colio_cq_free(NULL));
+
+  /* colio_write_ex says where an append went (small calls, issue 15.3). */
+  char *wpath = temp_path("batch-write");
+  colio_sink *snk = NULL;
+  OK(colio_sink_open_file(wpath, COLIO_SINK_CREATE | COLIO_SINK_TRUNCATE, &snk));
+  int64_t placed = -1, wrote = -1;
+  OK(colio_write_ex(snk, data, 1000, COLIO_APPEND, &wrote, &placed));
+  CHECK(wrote == 1000 && placed == 0);
+  OK(colio_write_ex(snk, data + 1000, 300000, COLIO_APPEND, &wrote, &placed)); /* not inline */
+  CHECK(wrote == 300000 && placed == 1000);
+  OK(colio_write_ex(snk, data, 10, 5, NULL, &placed));
+  CHECK(placed == 5);
+  CHECK_ERR(colio_write_ex(snk, data, 10, -2, NULL, NULL), COLIO_EINVAL, "negative");
+  OK(colio_sink_free(snk));
+  int wfd = open(wpath, O_RDONLY);
+  REQUIRE(wfd >= 0);
+  unsigned char *back = (unsigned char *)xmalloc(301000);
+  CHECK(pread_all(wfd, back, 301000, 0) == 301000);
+  CHECK(memcmp(back, data, 5) == 0 && memcmp(back + 5, data, 10) == 0 &&
+        memcmp(back + 15, data + 15, 301000 - 15) == 0);
+  free(back);
+  close(wfd);
+  unlink(wpath);
+  free(wpath);
 
   OK(colio_source_free(file));
   OK(colio_source_free(cb));

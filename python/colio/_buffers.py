@@ -115,12 +115,20 @@ def writable(obj, what: str = "the destination"):
     return pin, ctypes.addressof(pin), n
 
 
+# type -> whether it has __arrow_c_array__, asked once per type.
+_ARROW_TYPES: dict = {}
+
+
 def readable(obj, what: str = "the data"):
     """(pin, address, nbytes) of any C-contiguous buffer, read-only or not."""
     if isinstance(obj, bytes):
         # Immutable: the reference keeps the memory alive and unchanged.
         return obj, (_BytesAsString(obj) if obj else EMPTY_ADDR), len(obj)
-    if hasattr(type(obj), "__arrow_c_array__"):  # pyarrow, polars, colio.ArrowData...
+    t = type(obj)
+    arrow = _ARROW_TYPES.get(t)
+    if arrow is None:  # hasattr on a type that lacks it costs a raised AttributeError
+        arrow = _ARROW_TYPES[t] = hasattr(t, "__arrow_c_array__")
+    if arrow:  # pyarrow, polars, colio.ArrowData...
         from ._arrow import arrow_readable
         return arrow_readable(obj, what)
     mv = _memoryview(obj, what)

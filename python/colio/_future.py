@@ -53,6 +53,12 @@ _to_free: deque = deque()
 # Futures abandoned at exit, kept for the life of the process (see drain).
 _abandoned: list = []
 
+# Guards making a future's Condition against completing it without one
+# (Future._set_fast).
+_cv_lock = threading.Lock()
+_ENDED = frozenset((CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED))
+_CANCELLED_STATES = frozenset((CANCELLED, CANCELLED_AND_NOTIFIED))
+
 # One wait on a C future lasts at most this long, so that a signal handler
 # (KeyboardInterrupt) runs within it: the GIL is released during the wait,
 # and a ctypes call cannot be interrupted.
@@ -79,20 +85,76 @@ class Future(_StdFuture):
     write went (its reserved offset for appends).
     """
 
+    # Defaults on the class: a future sets only what differs, so a small
+    # read's future costs a few attribute stores.
+    _handle = None      # the C future while in flight
+    _pin = None         # keeps the buffer alive and locked
+    _owner = None       # the source or sink, for callback errors
+    _addr = 0
+    _size = 0
+    _wrap = None        # nbytes -> result value
+    nbytes = None
+    offset = None
+    _cancel_hook = None
+    _key = 0            # its key in _pending while the notifier owes it
+    _result = None
+    _exception = None
+    # Replaced by per-future lists with the Condition (see _condition):
+    # only code holding the Condition appends to them.
+    _waiters = ()
+    _done_callbacks = ()
+
     def __init__(self):
-        super().__init__()
-        self._handle = None     # the C future while in flight
-        self._pin = None        # keeps the buffer alive and locked
-        self._owner = None      # the source or sink, for callback errors
-        self._addr = 0
-        self._size = 0
-        self._wrap = None       # nbytes -> result value
-        self.nbytes = None
-        self.offset = None
-        self._cancel_hook = None
-        self._key = 0           # its key in _pending while the notifier owes it
-        # I/O starts when a colio future is made: it is running from birth.
-        self.set_running_or_notify_cancel()
+        # Not concurrent.futures.Future.__init__: its Condition costs more
+        # than a small read. The Condition is made on first use, by a
+        # thread that waits or adds a callback (see _condition). I/O starts
+        # when a colio future is made: it is running from birth.
+        self._state = RUNNING
+
+    @property
+    def _condition(self):
+        d = self.__dict__
+        cv = d.get("_cv")
+        if cv is None:
+            with _cv_lock:
+                cv = d.get("_cv")
+                if cv is None:
+                    d["_waiters"] = []
+                    d["_done_callbacks"] = []
+                    cv = d["_cv"] = threading.Condition()
+        return cv
+
+    @_condition.setter
+    def _condition(self, cv):
+        d = self.__dict__
+        with _cv_lock:
+            if "_cv" not in d:
+                d["_waiters"] = []
+                d["_done_callbacks"] = []
+            d["_cv"] = cv
+
+    def _set_fast(self, value, exc) -> bool:
+        """Completes a future that nobody waits on and that has no
+        callbacks (no Condition yet) without making one; False if there is
+        a Condition, and the standard path must run. A waiter makes the
+        Condition under _cv_lock before it looks at the state, so it sees
+        either no Condition here or the state set."""
+        with _cv_lock:
+            if "_cv" in self.__dict__:
+                return False
+            if self._state == RUNNING:
+                self._result, self._exception = value, exc
+                self._state = FINISHED
+            return True
+
+    def done(self):
+        return self._state in _ENDED
+
+    def cancelled(self):
+        return self._state in _CANCELLED_STATES
+
+    def running(self):
+        return self._state == RUNNING
 
     # -- completion ---------------------------------------------------------
 
@@ -102,13 +164,13 @@ class Future(_StdFuture):
         if status == 0:
             self.nbytes = nbytes
             value = self._wrap(nbytes) if self._wrap is not None else nbytes
-            with self._condition:
-                if self._state != RUNNING:
-                    return
-            try:
-                self.set_result(value)
-            except Exception:  # InvalidStateError: cancelled meanwhile
-                pass
+            if self._state != RUNNING:
+                return
+            if not self._set_fast(value, None):
+                try:
+                    self.set_result(value)
+                except Exception:  # InvalidStateError: cancelled meanwhile
+                    pass
         elif status == _lib.ECANCELLED:
             self._mark_cancelled()
         else:
@@ -118,10 +180,11 @@ class Future(_StdFuture):
                 exc = owner._take_callback_error(self._addr, self._size)
             if exc is None:
                 exc = make_error(status, message, errnum)
-            try:
-                self.set_exception(exc)
-            except Exception:
-                pass
+            if not self._set_fast(None, exc):
+                try:
+                    self.set_exception(exc)
+                except Exception:
+                    pass
         if pin is not None:
             _release_pin(pin)
         self._owner = None
@@ -209,7 +272,9 @@ class Future(_StdFuture):
                 if ns <= 0:
                     return 0
             rc = L.colio_future_wait(h, ns, ref)
-            if rc != _lib.ETIMEDOUT or L.colio_future_done(h) == 1:
+            if rc == _lib.ETIMEDOUT and L.colio_future_done(h) == 1:
+                rc = L.colio_future_wait(h, 0, ref)  # ended just after the slice: its own status
+            if rc != _lib.ETIMEDOUT:
                 # EINVAL: freed meanwhile, after the notifier completed it.
                 if rc != _lib.EINVAL and _pending.pop(self._key, None) is self:
                     self._finish_from_handle(h, rc, n.value)
@@ -217,7 +282,12 @@ class Future(_StdFuture):
         return None if deadline is None else max(deadline - time.monotonic(), 0)
 
     def result(self, timeout=None):
-        if self._state == RUNNING:
+        st = self._state
+        if st == FINISHED:  # the common case: no Condition
+            if self._exception is not None:
+                raise self._exception
+            return self._result
+        if st == RUNNING:
             if _lib._forked:
                 self._orphan()
             elif self._key:
@@ -225,7 +295,10 @@ class Future(_StdFuture):
         return super().result(timeout)
 
     def exception(self, timeout=None):
-        if self._state == RUNNING:
+        st = self._state
+        if st == FINISHED:
+            return self._exception
+        if st == RUNNING:
             if _lib._forked:
                 self._orphan()
             elif self._key:
@@ -310,7 +383,11 @@ def wait_sync(L, h, owner, pin, addr: int, size: int):
     try:
         while True:
             rc = wait(h, SLICE_NS, ref)
-            if rc != _lib.ETIMEDOUT or L.colio_future_done(h) == 1:
+            if rc != _lib.ETIMEDOUT:
+                ended = True
+                break
+            if L.colio_future_done(h) == 1:  # ended just after the slice: its own status
+                rc = wait(h, 0, ref)
                 ended = True
                 break
     except BaseException:
@@ -362,9 +439,8 @@ def abandon(futs) -> None:
 
 
 def completed(value=None, exc: BaseException | None = None) -> Future:
+    """A future that is done already (no Condition: nobody can have waited)."""
     fut = Future()
-    if exc is not None:
-        fut.set_exception(exc)
-    else:
-        fut.set_result(value)
+    fut._result, fut._exception = value, exc
+    fut._state = FINISHED
     return fut

@@ -7,8 +7,9 @@ import errno as _errno
 import os
 import threading
 import weakref
-from ctypes import byref, c_int64, c_void_p
+from ctypes import addressof, byref, c_char, c_int64, c_void_p
 
+from . import _fastcall as _fast
 from . import _lib
 from ._buffers import EMPTY_ADDR as _EMPTY_ADDR
 from ._buffers import INT64_MAX, index, new_bytes, readable, view_of, writable
@@ -40,6 +41,17 @@ def _fut():
         from . import _future as f
         _future = f
     return _future
+
+
+_batch = None  # colio._batch, imported on the first read_ranges
+
+
+def _bat():
+    global _batch
+    if _batch is None:
+        from . import _batch as b
+        _batch = b
+    return _batch
 
 
 class Source(Handle):
@@ -108,7 +120,22 @@ class Source(Handle):
         """Fills buf (``size`` bytes, default ``buf.nbytes``) from offset and
         returns the number of bytes read: fewer only at the end of the
         source, 0 at the end."""
-        if hasattr(type(buf), "__cuda_array_interface__") and device_module().is_device(buf):
+        # The common small case first: a bytearray, a plain offset, a file
+        # or memory source (issue 15.3: nothing but the call).
+        if (type(buf) is bytearray and size is None and type(offset) is int
+                and not self._slow and 0 <= offset <= INT64_MAX):
+            n = len(buf)
+            if 0 < n <= _lib.inline_read_max:
+                pin = c_char.from_buffer(buf)
+                h = self._handle
+                if h is None or self._closed:
+                    h = self._h()  # raises ClosedError
+                addr = addressof(pin)
+                rc, got = _fast.read(h, addr, n, offset)
+                if rc:
+                    raise self._error(rc, addr, n)
+                return got
+        if _fast.device_type(type(buf)) and device_module().is_device(buf):
             return device_module().read_async(self, buf, offset, size).result()
         pin, addr, n = _destination(buf, size)
         if type(offset) is not int or not 0 <= offset <= INT64_MAX:  # the common case skips the call
@@ -152,7 +179,7 @@ class Source(Handle):
     def read_async(self, buf, offset: int = 0, size: int | None = None) -> "_future.Future":
         """Starts filling buf from offset; the future's result is the number
         of bytes read. buf stays alive and locked until the future is done."""
-        if hasattr(type(buf), "__cuda_array_interface__") and device_module().is_device(buf):
+        if _fast.device_type(type(buf)) and device_module().is_device(buf):
             return device_module().read_async(self, buf, offset, size)
         pin, addr, n = _destination(buf, size)
         offset = index(offset, "offset")
@@ -179,16 +206,15 @@ class Source(Handle):
         with the synchronous call, returned as a completed future. Argument
         errors raise, as colio_read_async's do; I/O errors go into the
         future, as they would from an inline C future."""
-        out = c_int64(0)
-        rc = L.colio_read(self._h(), addr, n, offset, byref(out))
-        fut = F.Future()
+        rc, got = _fast.read(self._h(), addr, n, offset)
         if rc in _RAISE_NOW:
             raise self._error(rc, addr, n)
+        fut = F.Future()  # done before anyone can wait: no Condition
         if rc:
-            fut.set_exception(self._error(rc, addr, n))
+            fut._exception = self._error(rc, addr, n)
         else:
-            fut.nbytes = out.value
-            fut.set_result(out.value)
+            fut.nbytes = fut._result = got
+        fut._state = F.FINISHED
         return fut
 
     def read(self, offset: int = 0, size: int | None = None) -> bytes:
@@ -203,18 +229,19 @@ class Source(Handle):
         if self._loop is not None:
             return self._loop.read_bytes(self, offset, n)
         L = _lib.L or _lib.load()
-        b, addr = new_bytes(n)
-        if n == 0:
-            addr = _EMPTY_ADDR
         if self._slow or n > _lib.inline_read_max:
+            b, addr = new_bytes(n)  # uninitialised: large reads skip a zero-filling pass
+            if n == 0:
+                addr = _EMPTY_ADDR
             # b is the pin: if interrupted, it is never handed out.
             got = self._read_waiting(L, b, addr, n, offset)
             return b if got == n else b[:got]
-        out = c_int64(0)
-        rc = L.colio_read(self._h(), addr, n, offset, byref(out))
+        b, addr = _fast.fresh_bytes(n)
+        if n == 0:
+            addr = _EMPTY_ADDR
+        rc, got = _fast.read(self._h(), addr, n, offset)
         if rc:
             raise self._error(rc, addr, n)
-        got = out.value
         return b if got == n else b[:got]
 
     def _ranges(self, ranges):
@@ -241,9 +268,11 @@ class Source(Handle):
 
         Each range gets its own fresh, uninitialised bytes object, filled in
         place by colio's workers (no zero-filling pass on the caller)."""
+        caps = self._captures
+        if caps is None and self._loop is None:  # one call per batch (issue 15)
+            return (_batch or _bat()).read_ranges_async(self, ranges)
         rs = self._ranges(ranges)
         items = []
-        caps = self._captures
         if caps is not None and rs and self._loop is None:
             region = caps.new(sum(s for _, s in rs))
             pos = region.base
@@ -328,6 +357,8 @@ class Source(Handle):
         """read_ranges_async, then waits for every range (in parallel)."""
         if self._loop is not None:  # an interrupted wait cancels the coroutines
             return self._loop.results(self.read_ranges_async(ranges))
+        if self._captures is None:  # one call, one wait (issue 15)
+            return (_batch or _bat()).read_ranges(self, ranges)
         # Ctrl-C or a failed range: the ranges not started are cancelled.
         futs = self.read_ranges_async(ranges)
         try:

@@ -136,7 +136,20 @@ def test_other_futures_complete_while_a_done_callback_waits(ref):
             finally:
                 finished.set()
 
-        fast.read_async(bytearray(8), 0).add_done_callback(cb)
+        # Held until the callback is registered, so that it runs on the
+        # notifier: a read done before add_done_callback would run cb here,
+        # on this thread, which must set the gate (light futures complete
+        # soon enough for that to happen).
+        go = threading.Event()
+
+        def held(buf, off):
+            go.wait(WATCHDOG)
+            buf[:] = ref[off:off + len(buf)]
+            return len(buf)
+
+        first = colio.from_callable(held, len(ref))
+        first.read_async(bytearray(8), 0).add_done_callback(cb)
+        go.set()
         assert started.wait(WATCHDOG)
         # The notifier thread is inside cb now; a future made meanwhile
         # must still be completed (here by the thread that waits on it).
@@ -144,5 +157,6 @@ def test_other_futures_complete_while_a_done_callback_waits(ref):
         assert bytes(other.result(timeout=WATCHDOG)) == ref[5000:5300]
         gate.set()
         assert finished.wait(WATCHDOG)
+        first.close()
     assert "error" not in inner, repr(inner.get("error"))
     assert inner["v"] == ref[50:114]

@@ -1,0 +1,443 @@
+"""Batched fan-out reads (issue 15): one C call per batch.
+
+``read_ranges`` is one ``colio_readv_batch`` (every range started at once)
+and one wait on its single future, in slices so that Ctrl-C interrupts it
+(the ranges not started are then cancelled; see _future.wait_sync). Each
+range's byte count and status land in two arrays that the library fills;
+no future, callback or Python object is made per range beyond the result.
+
+``read_ranges_async`` submits the same way and returns one light future
+per range (a colio.Future; see _future). Completions reach Python in
+batches: the library posts one entry per finished range to a completion
+queue, and one Python thread takes up to 256 entries per wake-up
+(``colio_cq_wait``, the GIL released while it waits). Small reads of local
+files and memory usually finish inside the submitting call: their futures
+come back done, and no queue is involved. ``result()`` of a range still in
+flight waits on that range itself (``colio_future_wait_part``), so it never
+depends on the queue's thread (a done-callback may wait on another colio
+future, issue 12.9). The batch as a whole is one ordinary colio future in
+_future's registry, completed by the notifier once, so exit draining,
+cancellation at exit and fork handling treat it as any other.
+
+Results are read-only memoryviews. Ranges up to 64 KiB share one bytes
+object per batch (one allocation instead of one per range, and memory the
+allocator reuses from batch to batch); larger ones get a bytes object each,
+so their ``.obj`` is exactly their bytes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from struct import error as StructError
+from struct import pack as _pack
+from array import array
+from ctypes import byref, c_char_p, c_int, c_int64, c_void_p
+
+from . import _future as F
+from . import _lib
+from ._buffers import EMPTY_ADDR, INT64_MAX, new_bytes
+from ._errors import make_error
+
+PACK_MAX = 1 << 16   # ranges up to this share the batch's bytes object
+_CLAMP_FROM = 1 << 16
+_COALESCE = 1        # COLIO_READV_COALESCE
+_INLINE_KINDS = frozenset(("file", "memory"))
+_LOW = (1 << 32) - 1
+_RUNNING, _FINISHED = F.RUNNING, F.FINISHED
+_chain = itertools.chain.from_iterable
+
+
+def plan(src, ranges):
+    """(offsets, sizes) as tuples of ints, checked: the common case (a
+    list of int pairs) at C speed, anything else through Source._ranges,
+    which names what is wrong."""
+    try:
+        items = ranges if type(ranges) in (list, tuple) else list(ranges)
+    except TypeError:
+        raise TypeError("colio: ranges must be an iterable of (offset, size) pairs") from None
+    if not items:
+        return (), ()
+    try:
+        offs, sizes = zip(*items)
+        # A float (or a numpy integer) makes a sum that is not an int: the
+        # slow path then refuses (or converts) it.
+        ok = (max(map(len, items)) == 2 and min(offs) >= 0 and min(sizes) >= 0
+              and max(offs) <= INT64_MAX and max(sizes) <= INT64_MAX
+              and type(sum(offs)) is int and type(sum(sizes)) is int)
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        rs = src._ranges(items)  # raises the precise error, or accepts (numpy ints)
+        offs, sizes = tuple(o for o, _ in rs), tuple(s for _, s in rs)
+        return offs, sizes
+    if max(sizes) > _CLAMP_FROM:  # allocate what exists, not what was asked
+        end = src.size
+        sizes = tuple(min(s, max(end - o, 0)) for o, s in zip(offs, sizes))
+    return offs, sizes
+
+
+class _Layout:
+    """Where each range's bytes go, the C arrays of the call, and the
+    results."""
+
+    __slots__ = ("n", "nread", "status", "c_ranges", "c_nread", "c_status",
+                 "shared", "starts", "owners", "addrs", "sizes")
+
+    def __init__(self, offs, sizes):
+        n = self.n = len(offs)
+        self.sizes = sizes
+        if max(sizes) <= PACK_MAX:
+            starts = list(itertools.accumulate(sizes, initial=0))
+            total = starts.pop()
+            b, base = new_bytes(total)
+            if not total:
+                base = EMPTY_ADDR
+            self.shared, self.owners, self.starts = memoryview(b), None, starts
+            addrs = list(map(base.__add__, starts))
+        else:
+            small = sum(s for s in sizes if s <= PACK_MAX)
+            b, base = new_bytes(small)
+            shared = memoryview(b)
+            owners, starts, addrs, pos = [], [], [], 0
+            for s in sizes:
+                if s <= PACK_MAX:
+                    owners.append(shared)
+                    starts.append(pos)
+                    addrs.append(base + pos if s else EMPTY_ADDR)
+                    pos += s
+                else:
+                    ob, a = new_bytes(s)
+                    owners.append(memoryview(ob))
+                    starts.append(0)
+                    addrs.append(a)
+            self.shared, self.owners, self.starts = None, owners, starts
+        self.addrs = addrs
+        # struct packs ints at C speed (an array built from an iterable
+        # costs five times as much); it refuses what is not an integer.
+        try:
+            packed = _pack(f"{3 * n}q", *_chain(zip(offs, sizes, addrs)))
+        except StructError:
+            raise TypeError("colio: range offsets and sizes must be integers") from None
+        self.c_ranges = (_lib.Range * n).from_buffer_copy(packed)
+        self.nread = array("q", bytes(8 * n))
+        self.status = array("i", bytes(4 * n))
+        self.c_nread = (c_int64 * n).from_buffer(self.nread)
+        self.c_status = (c_int * n).from_buffer(self.status)
+
+    def results(self):
+        nr = self.nread
+        if self.owners is None:
+            mv = self.shared
+            return [mv[p:p + k] for p, k in zip(self.starts, nr)]
+        return [o[p:p + k] for o, p, k in zip(self.owners, self.starts, nr)]
+
+    def result(self, i: int, k: int):
+        o = self.shared if self.owners is None else self.owners[i]
+        p = self.starts[i]
+        return o[p:p + k]
+
+
+def _flags(src) -> int:
+    # Coalesced (issue 16) where the engine may read a span into a scratch
+    # buffer: not for Python callbacks, whose errors are keyed by the
+    # caller's buffer address.
+    return 0 if src._keep_errors else _COALESCE
+
+
+def _range_error(src, lay, i: int, code: int, message=None, errnum: int = 0):
+    if src._keep_errors:
+        exc = src._take_callback_error(lay.addrs[i], lay.sizes[i])
+        if exc is not None:
+            return exc
+    return make_error(code, message, errnum)
+
+
+def read_ranges(src, ranges) -> list:
+    """Source.read_ranges for engine sources: one call, one wait."""
+    offs, sizes = plan(src, ranges)
+    if not offs:
+        src._h()
+        return []
+    L = _lib.L or _lib.load()
+    if F._to_free:
+        F._drain_free(L)
+    lay = _Layout(offs, sizes)
+    h = c_void_p()
+    rc = L.colio_readv_batch(src._h(), lay.c_ranges, lay.n, _flags(src), lay.c_nread,
+                             lay.c_status, None, 0, byref(h))
+    if rc:
+        raise src._fail(rc)
+    rc, _ = F.wait_sync(L, h.value, src, lay, 0, 0)
+    if rc:
+        st = lay.status
+        i = next((j for j in range(lay.n) if st[j]), 0)
+        err = src._fail(st[i] or rc)  # the thread's last error is range i's (the lowest failing)
+        if src._keep_errors:
+            exc = src._take_callback_error(lay.addrs[i], lay.sizes[i])
+            if exc is not None:
+                raise exc
+        raise err
+    return lay.results()
+
+
+# ---- asynchronous batches -----------------------------------------------------
+
+_live: dict = {}        # key -> _Batch, while its ranges may still be posted
+_cq = None              # the process's completion queue (c_void_p value)
+_cq_lock = threading.Lock()
+_ENTRIES = 256
+
+
+def _queue(L):
+    """The completion queue, and its thread, made on first use."""
+    global _cq
+    if _cq is not None:
+        return _cq
+    with _cq_lock:
+        if _cq is None:
+            h = c_void_p()
+            rc = L.colio_cq_new(byref(h))
+            if rc:
+                from ._errors import last_error
+                raise last_error(rc)
+            t = threading.Thread(target=_drain_queue, args=(L, h.value),
+                                 name="colio-completions", daemon=True)
+            t.start()
+            _cq = h.value
+    return _cq
+
+
+def _drain_queue(L, cq) -> None:
+    """The completion thread: takes up to _ENTRIES completed ranges per
+    wake-up and completes their futures (done-callbacks run here)."""
+    buf = array("q", bytes(24 * _ENTRIES))
+    entries = (_lib.CqEntry * _ENTRIES).from_buffer(buf)
+    count = c_int64(0)
+    ref = byref(count)
+    wait = L.colio_cq_wait
+    while True:
+        rc = wait(cq, entries, _ENTRIES, _lib.WAIT_FOREVER, ref)
+        if rc:
+            if rc == _lib.ETIMEDOUT:
+                continue
+            return  # closed, or forked
+        try:
+            live = _live
+            for j in range(0, 3 * count.value, 3):
+                ctx = buf[j]
+                b = live.get(ctx >> 32)
+                if b is not None:
+                    st = buf[j + 2] & 0xFFFFFFFF
+                    b._complete(ctx & _LOW, st - (1 << 32) if st >> 31 else st, buf[j + 1])
+        except BaseException:  # pragma: no cover - a bug here must not end the thread
+            import traceback
+            traceback.print_exc()
+
+
+class RangeFuture(F.Future):
+    """The future of one range of a batch."""
+
+    _batch = None
+    _index = 0
+
+    def result(self, timeout=None):
+        st = self._state
+        if st == _FINISHED:
+            if self._exception is not None:
+                raise self._exception
+            return self._result
+        if st == _RUNNING:
+            if _lib._forked:
+                self._orphan()
+            else:
+                timeout = self._batch._wait_range(self._index, timeout)
+        return F.Future.result(self, timeout)
+
+    def exception(self, timeout=None):
+        st = self._state
+        if st == _FINISHED:
+            return self._exception
+        if st == _RUNNING:
+            if _lib._forked:
+                self._orphan()
+            else:
+                timeout = self._batch._wait_range(self._index, timeout)
+        return F.Future.exception(self, timeout)
+
+    def cancel(self) -> bool:
+        st = self._state
+        if st in F._CANCELLED_STATES:
+            return True
+        if st == _FINISHED:
+            return False
+        b = self._batch
+        h = b._handle
+        if h is None:
+            return False
+        c = c_int(0)
+        if _lib.L.colio_future_cancel_part(h, self._index, byref(c)) != 0 or not c.value:
+            return False
+        self._mark_cancelled()
+        return True
+
+
+class _Batch(F.Future):
+    """The whole batch, as one entry of _future's registry: the notifier
+    completes it once, when every range has ended."""
+
+    def _complete(self, i: int, status: int, nbytes: int) -> None:
+        """Completes range i (any thread; idempotent)."""
+        futs = self._futs
+        if not futs:
+            return  # the whole batch is done: every range was completed
+        f = futs[i]
+        if f._state != _RUNNING:
+            return
+        lay = self._lay
+        if status == 0:
+            f.nbytes = nbytes
+            v = lay.result(i, nbytes)
+            if not f._set_fast(v, None):
+                try:
+                    f.set_result(v)
+                except Exception:  # InvalidStateError: completed meanwhile
+                    pass
+        elif status == _lib.ECANCELLED:
+            f._mark_cancelled()
+        else:
+            msg, en = None, 0
+            h = self._handle
+            if h is not None:
+                m, e = c_char_p(), c_int(0)
+                if _lib.L.colio_future_error_part(h, i, byref(m), byref(e)) == status:
+                    msg, en = m.value, e.value
+            exc = _range_error(self._src, lay, i, status, msg, en)
+            if not f._set_fast(None, exc):
+                try:
+                    f.set_exception(exc)
+                except Exception:
+                    pass
+
+    def _finish_from_handle(self, h, status: int, nbytes: int) -> None:
+        # Every range has ended: complete those the queue has not yet.
+        try:
+            st, nr = self._lay.status, self._lay.nread
+            for i, f in enumerate(self._futs):
+                if f._state == _RUNNING:
+                    self._complete(i, st[i], nr[i])
+        finally:
+            _live.pop(self._key, None)
+            self._handle = None
+            self._futs = ()
+            self._finish(0, nbytes)  # the batch's own state; drops the pin
+
+    def _wait_range(self, i: int, timeout):
+        """Waits for range i in slices (Ctrl-C between them) and completes
+        it; returns the time left of timeout (None: no limit)."""
+        import time
+        deadline = None if timeout is None else time.monotonic() + timeout
+        L = _lib.L
+        n = c_int64(0)
+        ref = byref(n)
+        f = self._futs[i] if self._futs else None
+        while f is not None and f._state == _RUNNING:
+            h = self._handle
+            if h is None:
+                break
+            ns = F.SLICE_NS
+            if deadline is not None:
+                ns = min(ns, int((deadline - time.monotonic()) * 1e9))
+                if ns <= 0:
+                    return 0
+            rc = L.colio_future_wait_part(h, i, ns, ref)
+            if rc == _lib.ETIMEDOUT:
+                continue
+            if rc != _lib.EINVAL or self._handle is not None:  # EINVAL: freed, done meanwhile
+                self._complete(i, rc, n.value)
+            break
+        return None if deadline is None else max(deadline - time.monotonic(), 0)
+
+
+def read_ranges_async(src, ranges) -> list:
+    """Source.read_ranges_async for engine sources: one call per batch."""
+    offs, sizes = plan(src, ranges)
+    n = len(offs)
+    if not n:
+        src._h()
+        return []
+    L = _lib.L or _lib.load()
+    if F._to_free:
+        F._drain_free(L)
+    lay = _Layout(offs, sizes)
+    h = c_void_p()
+    # Small reads of local files and memory end inside the call: no queue.
+    inline = src.kind in _INLINE_KINDS and max(sizes) <= _lib.inline_read_max
+    if inline:
+        rc = L.colio_readv_batch(src._h(), lay.c_ranges, n, _flags(src), lay.c_nread,
+                                 lay.c_status, None, 0, byref(h))
+        if rc:
+            raise src._fail(rc)
+        if L.colio_future_done(h.value) == 1:
+            return _completed(src, L, lay, h.value)
+        b, key = _new_batch(src, lay, n)
+    else:
+        cq = _queue(L)
+        b, key = _new_batch(src, lay, n)
+        _live[key] = b  # before the call: entries may come at once
+        rc = L.colio_readv_batch(src._h(), lay.c_ranges, n, _flags(src), lay.c_nread,
+                                 lay.c_status, cq, key << 32, byref(h))
+        if rc:
+            _live.pop(key, None)
+            raise src._fail(rc)
+    b._handle = h.value
+    b._key = key
+    F._pending[key] = b
+    futs = b._futs
+    if L.colio_future_on_done(h.value, F._on_done_c, key) != 0:  # cannot happen
+        F._pending.pop(key, None)
+        L.colio_future_wait(h.value, _lib.WAIT_FOREVER, None)
+        b._finish_from_handle(h.value, 0, 0)
+        F._to_free.append(h.value)
+    return futs
+
+
+def _new_batch(src, lay, n):
+    b = _Batch()
+    b._owner = b._src = src
+    b._lay = b._pin = lay
+    new = RangeFuture.__new__
+    futs = []
+    for i in range(n):
+        f = new(RangeFuture)
+        f._state = _RUNNING
+        f._batch, f._index = b, i
+        futs.append(f)
+    b._futs = futs
+    return b, next(F._keys)
+
+
+def _completed(src, L, lay, h) -> list:
+    """The futures of a batch that ended inside the call: made done."""
+    st, nr = lay.status, lay.nread
+    new = RangeFuture.__new__
+    futs = []
+    results = lay.results()
+    failed = any(st)
+    for i in range(lay.n):
+        f = new(RangeFuture)
+        if failed and st[i]:
+            if st[i] == _lib.ECANCELLED:
+                f._state = F.CANCELLED
+            else:
+                m, e = c_char_p(), c_int(0)
+                L.colio_future_error_part(h, i, byref(m), byref(e))
+                f._exception = _range_error(src, lay, i, st[i], m.value, e.value)
+                f._state = _FINISHED
+        else:
+            f._result = results[i]
+            f.nbytes = nr[i]
+            f._state = _FINISHED
+        futs.append(f)
+    L.colio_future_free(h)
+    return futs

@@ -689,13 +689,46 @@ def wl_small(cfg, tmp):
              "Python read_async().result()": batch(a)}
     interleave(funcs, 2)
     s = interleave(funcs, cfg.small_py_rounds)
-    src.close()
-    os.close(fd)
-    os.unlink(path)
     out.append(case(4, title, "from Python: Source.read_into", "Python read_into",
                     {"pread": "Python os.preadv"}, s, unit="ns"))
     out.append(case(4, title, "from Python: read_async().result()",
                     "Python read_async().result()", {"pread": "Python os.preadv"}, s, unit="ns"))
+
+    # Issue 15: a batch is one C call (read_ranges) or one submission with
+    # completions delivered in batches (read_ranges_async), against a
+    # Python loop of os.preadv over the same ranges.
+    log("[4] 1000 x 4 KiB in one batch from Python")
+    ranges = [(o, 4096) for o in offs]
+    ref = [os.pread(fd, 4096, o) for o in offs]
+    assert [bytes(m) for m in src.read_ranges(ranges)] == ref, "read_ranges: wrong bytes"
+    assert [bytes(f.result()) for f in src.read_ranges_async(ranges)] == ref
+
+    def per_range(fn):
+        def run():
+            t0 = time.perf_counter_ns()
+            fn()
+            return (time.perf_counter_ns() - t0) / len(ranges)
+        return run
+
+    def preadv_loop():
+        for o in offs:
+            preadv(fd, [buf], o)
+
+    bfuncs = {"Python read_ranges": per_range(lambda: src.read_ranges(ranges)),
+              "Python read_ranges_async+results":
+                  per_range(lambda: [f.result() for f in src.read_ranges_async(ranges)]),
+              "Python os.preadv loop": per_range(preadv_loop)}
+    interleave(bfuncs, 2)
+    s = interleave(bfuncs, cfg.small_py_rounds)
+    btitle = "Batches: 1000 x 4 KiB at random offsets of a warm 64 MiB file, per range"
+    out.append(case(4, btitle, "read_ranges (one C call)", "Python read_ranges",
+                    {"os.preadv loop": "Python os.preadv loop"}, s, unit="ns"))
+    out.append(case(4, btitle, "read_ranges_async + every result()",
+                    "Python read_ranges_async+results",
+                    {"os.preadv loop": "Python os.preadv loop"}, s, unit="ns"))
+    src.close()
+    os.close(fd)
+    os.unlink(path)
 
     log("[4] inline-vs-pool crossover (Go)")
     cross = _run_json([os.path.join(TOOLS, "gobench"), "crossover", "-repeat",

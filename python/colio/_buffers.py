@@ -178,6 +178,14 @@ def too_large(v: int, what: str) -> InvalidArgumentError:
         f"colio: {what} is too large (got {v}; at most 2**63-1 = {INT64_MAX})")
 
 
+def no_nul(path: str) -> None:
+    """Refuses a NUL in a path as ``open()`` does: the library takes C
+    strings, which end at the first NUL, so "a.bin\\0.txt" would open
+    "a.bin"."""
+    if "\x00" in path:
+        raise InvalidArgumentError(f"colio: embedded null byte in the path {path!r}")
+
+
 def index(v, what: str) -> int:
     """v as a non-negative int that fits in int64_t; ``what`` names it in
     the error (the caller's argument name)."""

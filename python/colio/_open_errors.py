@@ -35,6 +35,7 @@ import errno as _errno
 import re
 
 from . import _errors as E
+from ._buffers import no_nul  # noqa: F401 - re-exported for _fsspec
 
 _CONNECTION_ERRNOS = frozenset((
     _errno.ECONNREFUSED, _errno.ECONNRESET, _errno.ECONNABORTED, _errno.EHOSTUNREACH,
@@ -46,14 +47,6 @@ _CONNECTION_ERRNOS = frozenset((
 # them has to be importable.
 _CONNECTION_NAMES = re.compile(r"Connect(ion)?(Error|TimeoutError)$|^ClientConnectorError$")
 _CREDENTIAL_NAMES = re.compile(r"Credential|Authenticat|Unauthori[sz]ed|AccessDenied")
-
-
-def no_nul(path: str) -> None:
-    """Refuses a NUL in a path as ``open()`` does: the library takes C
-    strings, which end at the first NUL, so "a.bin\\0.txt" would open
-    "a.bin"."""
-    if "\x00" in path:
-        raise E.InvalidArgumentError(f"colio: embedded null byte in the path {path!r}")
 
 
 def _redact(url: str) -> str:

@@ -7,9 +7,8 @@ from ctypes import byref, c_int64, c_void_p
 
 from . import _fastcall as _fast
 from . import _future, _lib
-from ._buffers import EMPTY_ADDR, index, readable, writable
+from ._buffers import EMPTY_ADDR, index, no_nul, readable, writable
 from ._errors import InvalidArgumentError, last_error
-from ._open_errors import no_nul
 from ._handle import Handle, device_module, lib
 
 _MODES = {

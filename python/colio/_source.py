@@ -12,9 +12,8 @@ from ctypes import addressof, byref, c_char, c_int64, c_void_p
 from . import _fastcall as _fast
 from . import _lib
 from ._buffers import EMPTY_ADDR as _EMPTY_ADDR
-from ._buffers import INT64_MAX, index, new_bytes, readable, view_of, writable
+from ._buffers import INT64_MAX, index, new_bytes, no_nul, readable, view_of, writable
 from ._errors import ColioError, InvalidArgumentError, last_error
-from ._open_errors import no_nul, open_error
 from ._handle import Handle, device_module, lib
 
 # Sources whose small reads the library runs inline (see _lib.inline_read_max).
@@ -461,8 +460,9 @@ def source(path_or_url, *, backend: str = "auto", **storage_options) -> Source:
     URLs; ``src.backend`` says which was taken."""
     if isinstance(path_or_url, Source):
         return path_or_url
-    from . import _remote
-    _remote.check_backend(backend, "colio.source()")
+    if backend != "auto":
+        from . import _remote
+        _remote.check_backend(backend, "colio.source()")
     if not isinstance(path_or_url, (str, bytes, os.PathLike)):
         raise TypeError("colio.source() takes a path or URL; use colio.from_buffer, "
                         "colio.from_callable or colio.from_fsspec for "
@@ -473,6 +473,7 @@ def source(path_or_url, *, backend: str = "auto", **storage_options) -> Source:
         scheme = path.split("://", 1)[0] if "://" in path else ""
         if scheme in ("file", "local") and not storage_options and "::" not in path:
             return _open_file(path.split("://", 1)[1])
+        from . import _remote
         native = _remote.choose(path, backend, storage_options, "colio.source()")
         if native is not None:
             return native
@@ -487,6 +488,7 @@ def source(path_or_url, *, backend: str = "auto", **storage_options) -> Source:
         except (ColioError, TypeError):
             raise  # ours already, or a bad argument (as for open())
         except Exception as e:  # noqa: BLE001 - translated, not swallowed
+            from ._open_errors import open_error
             raise open_error(e, path) from e
     if storage_options:
         raise TypeError("colio.source(): storage options apply to URLs only, not to the "

@@ -163,12 +163,10 @@ def read_ranges(src, ranges) -> list:
     if F._to_free:
         F._drain_free(L)
     lay = _Layout(offs, sizes)
-    h = c_void_p()
-    rc = L.colio_readv_batch(src._h(), lay.c_ranges, lay.n, _flags(src), lay.c_nread,
-                             lay.c_status, None, 0, byref(h))
-    if rc:
-        raise src._fail(rc)
-    rc, _ = F.wait_sync(L, h.value, src, lay, 0, 0)
+    handle, flags = src._h(), _flags(src)
+    rc, _ = F.wait_sync(L, lambda out: L.colio_readv_batch(
+        handle, lay.c_ranges, lay.n, flags, lay.c_nread, lay.c_status, None, 0, out),
+        src, lay, 0, 0)
     if rc:
         st = lay.status
         i = next((j for j in range(lay.n) if st[j]), 0)

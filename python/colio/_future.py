@@ -370,17 +370,31 @@ def _after_fork_in_child() -> None:
         fut._orphan()
 
 
-def wait_sync(L, h, owner, pin, addr: int, size: int):
-    """Waits for C future h of a synchronous call in slices, so that Ctrl-C
-    is handled; returns (status, nbytes) and frees h. If the wait is
-    interrupted, the parts that have not started are cancelled and h goes
-    to a Future that holds pin until the library is done with the buffer
-    (then the exception goes on): the buffer is never let go under a
-    running read."""
+def wait_sync(L, submit, owner, pin, addr: int, size: int):
+    """Runs submit(out) (a C call that starts an operation and stores its
+    future in the c_void_p ``out``; returns its code), then waits for that
+    future in slices, so that Ctrl-C is handled; returns (status, nbytes)
+    and frees it. If the call is interrupted, the parts that have not
+    started are cancelled and the future goes to a Future that holds pin
+    until the library is done with the buffer (then the exception goes on):
+    the buffer is never let go under a running read.
+
+    The submission is inside the protected region, and the handle comes
+    back through an out-parameter, because a KeyboardInterrupt can land on
+    any bytecode: right after the C call returned, or while the caller was
+    still on its way into the wait, the read was running with nobody left
+    to cancel it (test_interrupt's cancel test failed 1 run in 3)."""
     n = ctypes.c_int64(0)
     ref = ctypes.byref(n)
+    out = ctypes.c_void_p()
     wait, ended = L.colio_future_wait, False
+    h = None
     try:
+        rc = submit(ctypes.byref(out))
+        h = out.value
+        if rc:
+            ended = True
+            return rc, 0
         while True:
             rc = wait(h, SLICE_NS, ref)
             if rc != _lib.ETIMEDOUT:
@@ -391,12 +405,15 @@ def wait_sync(L, h, owner, pin, addr: int, size: int):
                 ended = True
                 break
     except BaseException:
-        if not ended:
+        h = out.value
+        if h and not ended:
             c = ctypes.c_int(0)
             L.colio_future_cancel(h, ctypes.byref(c))
             fut = Future()
             fut._pin, fut._addr, fut._size, fut._owner = pin, addr, size, owner
             track(L, fut, h)
+        elif h:
+            L.colio_future_free(h)  # it had ended: nothing to wait for
         raise
     L.colio_future_free(h)
     return rc, n.value

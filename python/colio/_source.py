@@ -166,11 +166,10 @@ class Source(Handle):
         slices, so Ctrl-C interrupts it like Future.result(); the parts not
         started are then cancelled, and the buffer stays pinned until the
         library is done with it (see _future.wait_sync)."""
-        h = c_void_p()
-        rc = L.colio_read_async(self._h(), addr, n, offset, byref(h))
-        if rc:
-            raise self._error(rc, addr, n)
-        rc, got = (_future or _fut()).wait_sync(L, h.value, self, pin, addr, n)
+        F = _future or _fut()  # imported before the read starts: see wait_sync
+        handle = self._h()
+        rc, got = F.wait_sync(L, lambda out: L.colio_read_async(handle, addr, n, offset, out),
+                              self, pin, addr, n)
         if rc:
             raise self._error(rc, addr, n)
         return got

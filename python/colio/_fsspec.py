@@ -88,7 +88,7 @@ def from_fsspec(fs, path: str, *, via: str = "auto", max_in_flight: int = DEFAUL
     if size is not None:
         size = index(size, "size")
     if via == "workers" and auto:
-        src = _native(fs, path, max_in_flight)
+        src = _native(fs, path, max_in_flight, size)
         if src is not None:
             return src
     if size is None:
@@ -194,7 +194,7 @@ class _Captures:
         return r
 
 
-def _native(fs, path, max_in_flight):
+def _native(fs, path, max_in_flight, size=None):
     """colio's own file or memory source for a plain LocalFileSystem or
     MemoryFileSystem path (see the module documentation), else None."""
     import sys
@@ -207,8 +207,10 @@ def _native(fs, path, max_in_flight):
         kind = "memory"
     else:
         return None
+    if size is not None and kind == "file":
+        return None  # a given size is the size: the native file source follows the file's
     p = fs._strip_protocol(path)
-    description = (_rebuild, (fs, path, "auto", max_in_flight, None))
+    description = (_rebuild, (fs, path, "auto", max_in_flight, size))
     if kind == "file":
         from ._source import _open_file
         src = _open_file(p)
@@ -216,18 +218,20 @@ def _native(fs, path, max_in_flight):
         f = fs.store.get(p)
         if f is None or not hasattr(f, "getbuffer"):
             return None  # missing or a directory: the fsspec path says which
-        src = _memory_source(f, f"memory://{p}")
+        src = _memory_source(f, f"memory://{p}", size)
     src._description = description
     src.fs, src.path, src.via = fs, path, "native"
     return src
 
 
-def _memory_source(f, name):
+def _memory_source(f, name, size=None):
     from ctypes import byref, c_void_p
     from ._buffers import readable
     from ._errors import last_error
     from ._handle import lib
     mv = f.getbuffer()  # the file's bytes in place; pins its size while open
+    if size is not None and size < mv.nbytes:
+        mv = mv[:size]  # a given size is the size, as on the fsspec path
     pin, addr, n = readable(mv, "the memory file")
     h = c_void_p()
     rc = lib().colio_source_from_memory(addr, n, byref(h))

@@ -40,25 +40,14 @@ from __future__ import annotations
 
 import ctypes
 
-from ._buffers import index, view_of
+from ._buffers import index
 from ._errors import ColioError, ColioIOError, InvalidArgumentError
+from ._fsspec_bytes import copy as _copy
+from ._fsspec_bytes import too_long as _too_long
 from ._open_errors import no_nul, open_error
 from ._source import Source, callback_source
 
 DEFAULT_MAX_IN_FLIGHT = 256
-
-
-def _too_long(path, got, asked, offset):
-    return ColioIOError(
-        f"colio: {path}: asked for {asked} bytes at offset {offset} and got {got} "
-        "(does the server ignore Range?)")
-
-
-def _copy(addr: int, data, k: int) -> None:
-    if type(data) is bytes:
-        ctypes.memmove(addr, data, k)  # releases the GIL while copying
-    else:
-        view_of(addr, k)[:] = memoryview(data).cast("B")[:k]
 
 
 def from_fsspec(fs, path: str, *, via: str = "auto", max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,

@@ -24,7 +24,8 @@ import threading
 
 from . import _future, _lib
 from ._errors import ClosedError, InvalidArgumentError
-from ._fsspec import _copy, _too_long
+from ._fsspec_bytes import copy as _copy
+from ._fsspec_bytes import too_long as _too_long
 
 # How long an interrupted call waits for its cancelled coroutines to end
 # before it raises anyway (its gate is shut by then, so that is safe).

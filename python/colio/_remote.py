@@ -33,6 +33,10 @@ and query string) never appear in ``repr``, in ``storage_options`` or in a messa
 from here. Pickling carries the URL and the options as given, secrets
 included, so that a Dask worker opens the same object (as s3fs file
 systems pickle their credentials).
+
+This module knows no Source: the source class (``RemoteSource``) and its
+opener (``open_native``, which pickles) are colio._source's, which
+imports this module, never the reverse.
 """
 
 from __future__ import annotations
@@ -43,7 +47,6 @@ from ctypes import byref, c_char_p, c_void_p
 
 from ._errors import ColioError, InvalidArgumentError, last_error
 from ._handle import lib
-from ._source import Source
 
 SCHEMES = ("http", "https", "s3")
 BACKENDS = ("auto", "native", "fsspec")
@@ -228,27 +231,7 @@ def redacted(storage_options: dict) -> dict:
     return out
 
 
-# ---- the source -------------------------------------------------------------
-
-class RemoteSource(Source):
-    """A colio.Source over an http, https or s3 object, read by the engine
-    (``backend`` is "native")."""
-
-    @property
-    def url(self) -> str:
-        """The URL, without password or query values."""
-        return self.name
-
-    @property
-    def storage_options(self) -> dict:
-        """The options it was opened with, secrets shown as ``***``."""
-        return redacted(self._options)
-
-    def __repr__(self) -> str:
-        state = "closed" if self._closed else "open"
-        opts = "".join(f" {k}={v!r}" for k, v in self.storage_options.items())
-        return f"<colio.Source {self.kind} {self.name!r} backend=native{opts} {state}>"
-
+# ---- opening -------------------------------------------------------------
 
 def _scrub(err: ColioError, secrets) -> ColioError:
     """The library promises messages without secrets; this makes sure."""
@@ -263,8 +246,9 @@ def _scrub(err: ColioError, secrets) -> ColioError:
     return err
 
 
-def open_native(url: str, storage_options: dict) -> RemoteSource:
-    """A native remote source; raises NotUnderstood or a ColioError."""
+def open_handle(url: str, storage_options: dict) -> int:
+    """The library's handle of a native remote source (colio._source wraps
+    it in a RemoteSource); raises NotUnderstood or a ColioError."""
     pairs = translate(url, storage_options)
     if "\x00" in url:
         raise InvalidArgumentError(f"colio: embedded null byte in the URL {redact_url(url)!r}")
@@ -275,18 +259,13 @@ def open_native(url: str, storage_options: dict) -> RemoteSource:
     rc = L.colio_source_open_url(url.encode(), opts, byref(h))
     if rc:
         raise _scrub(last_error(rc), secrets + [url.partition("?")[2]])
-    src = RemoteSource(h.value, scheme_of(url), (_reopen, (url, dict(storage_options))),
-                       name=redact_url(url))
-    src._options = dict(storage_options)
-    return src
+    return h.value
 
 
-def _reopen(url, storage_options):
-    return open_native(url, storage_options)
-
-
-def choose(url: str, backend: str, storage_options: dict, where: str):
-    """The native source for url, or None where fsspec should read it."""
+def choose(url: str, backend: str, storage_options: dict, where: str, open_native):
+    """The native source for url, or None where fsspec should read it.
+    open_native(url, storage_options) opens it (colio._source.open_native:
+    passed in, so that this module needs no Source)."""
     if backend == "fsspec":
         return None
     if "::" in url or scheme_of(url) not in SCHEMES:

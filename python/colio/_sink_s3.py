@@ -34,7 +34,7 @@ from ctypes import byref, c_char_p, c_void_p
 from . import _remote
 from ._errors import InvalidArgumentError, last_error
 from ._handle import lib
-from ._sink import Sink
+from ._sink_handle import Sink
 
 _MIN_PART = 5 << 20
 _SINK_INTS = ("part_size", "buffer_size")

@@ -449,6 +449,38 @@ def _open_file(path: str) -> Source:
     return Source(h.value, "file", (_open_file, (path,)), name=path)
 
 
+class RemoteSource(Source):
+    """A colio.Source over an http, https or s3 object, read by the engine
+    (``backend`` is "native"; see colio._remote)."""
+
+    @property
+    def url(self) -> str:
+        """The URL, without password or query values."""
+        return self.name
+
+    @property
+    def storage_options(self) -> dict:
+        """The options it was opened with, secrets shown as ``***``."""
+        from ._remote import redacted
+        return redacted(self._options)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        opts = "".join(f" {k}={v!r}" for k, v in self.storage_options.items())
+        return f"<colio.Source {self.kind} {self.name!r} backend=native{opts} {state}>"
+
+
+def open_native(url: str, storage_options: dict) -> RemoteSource:
+    """A native remote source (colio._remote opens the handle); raises
+    NotUnderstood or a ColioError. Pickled sources reopen through it."""
+    from . import _remote
+    h = _remote.open_handle(url, storage_options)
+    src = RemoteSource(h, _remote.scheme_of(url), (open_native, (url, dict(storage_options))),
+                       name=_remote.redact_url(url))
+    src._options = dict(storage_options)
+    return src
+
+
 def source(path_or_url, *, backend: str = "auto", **storage_options) -> Source:
     """Opens a source: a local path gives a native file source (pread on
     colio's workers); an ``http://``, ``https://`` or ``s3://`` URL a native
@@ -473,7 +505,7 @@ def source(path_or_url, *, backend: str = "auto", **storage_options) -> Source:
         if scheme in ("file", "local") and not storage_options and "::" not in path:
             return _open_file(path.split("://", 1)[1])
         from . import _remote
-        native = _remote.choose(path, backend, storage_options, "colio.source()")
+        native = _remote.choose(path, backend, storage_options, "colio.source()", open_native)
         if native is not None:
             return native
         # fsspec and its back ends raise their own errors (botocore's,

@@ -395,7 +395,8 @@ def open(path_or_url, mode: str = "rb", buffer_size: int | None = None,
         url = os.fsdecode(path_or_url)
         opts = storage_options if size is None else {**storage_options, "size": size}
         try:
-            src = _remote.choose(url, backend, opts, "colio.open()")
+            from ._source import open_native
+            src = _remote.choose(url, backend, opts, "colio.open()", open_native)
         except ColioError as e:
             # A server that does not say the size as the native source needs
             # it (no length, no total in Content-Range): read as a stream, as

@@ -1,0 +1,130 @@
+"""colio.Sink, the handle class: eager writes at offsets or appended.
+Opening one (local, memory, void or s3://) is colio._sink's."""
+
+from __future__ import annotations
+
+from ctypes import byref, c_int64, c_void_p
+
+from . import _fastcall as _fast
+from . import _future, _lib
+from ._buffers import EMPTY_ADDR, index, readable
+from ._errors import InvalidArgumentError, last_error
+from ._handle import Handle, device_module, lib
+
+
+# Sinks whose small writes the library runs inline (see _lib.inline_write_max).
+_INLINE_KINDS = frozenset(("file", "memory", "void"))
+# Codes that colio_write_async reports at once rather than through the future.
+_RAISE_NOW = frozenset((_lib.EINVAL, _lib.ECLOSED, _lib.EFORK))
+
+
+class Sink(Handle):
+    """A destination for eager writes. ``write_async`` reserves its offset
+    at call time (appends in call order), so parallel writes land where a
+    serial writer would have put them. Thread-safe."""
+
+    _what, _free = "sink", "colio_sink_free"
+    _keep_errors = False
+    _positional = False  # an unpickled file sink: explicit offsets only
+
+    def _offset(self, offset):
+        if offset is None:
+            if self._positional:
+                raise InvalidArgumentError(
+                    f"colio: {self.name}: this sink was unpickled (reopened as 'r+'), so it "
+                    "writes at explicit offsets only: appends from several processes could "
+                    "not be ordered and would overwrite each other. Pass offset=")
+            return _lib.APPEND
+        return index(offset, "offset")
+
+    def write_async(self, buf, offset: int | None = None) -> "_future.Future":
+        """Starts writing all of buf (``nbytes``) at offset (None: append at
+        the next reserved offset); the future's result is the number of
+        bytes written and its ``offset`` attribute where they went. buf
+        stays alive and locked until the future is done: do not change it
+        meanwhile."""
+        if _fast.device_type(type(buf)) and device_module().is_device(buf):
+            return device_module().write_async(self, buf, offset)
+        if type(buf) is bytes:
+            pin, addr, n = buf, (_fast.bytes_addr(buf) if buf else EMPTY_ADDR), len(buf)
+        else:
+            pin, addr, n = readable(buf, "the data to write")
+        off = _lib.APPEND if offset is None and not self._positional else self._offset(offset)
+        L = _lib.L or _lib.load()
+        F = _future
+        if F._to_free:
+            F._drain_free(L)
+        if 0 < n <= _lib.inline_write_max and self.kind in _INLINE_KINDS:
+            # The library would run it inline anyway: the synchronous call
+            # (which says where an append went), and a future that is done
+            # before anyone can wait (issue 15.3).
+            rc, got, at = _fast.write(self._h(), addr, n, off)
+            if rc in _RAISE_NOW:
+                raise self._fail(rc)
+            fut = F.Future()
+            if rc:
+                fut._exception = last_error(rc)
+            else:
+                fut.nbytes = fut._result = got
+            fut.offset = at
+            fut._state = F.FINISHED
+            return fut
+        h = c_void_p()
+        rc = L.colio_write_async(self._h(), addr, n, off, byref(h))
+        if rc:
+            raise self._fail(rc)
+        fut = F.Future()
+        fut._pin, fut._addr, fut._size, fut._owner = pin, addr, n, self
+        if offset is None:
+            o = c_int64(0)
+            if L.colio_future_offset(h.value, byref(o)) == 0:
+                fut.offset = o.value
+        else:
+            fut.offset = off
+        return F.track(L, fut, h.value)
+
+    def write(self, buf, offset: int | None = None) -> int:
+        """Writes all of buf at offset (None: append) and returns the bytes
+        written."""
+        if _fast.device_type(type(buf)) and device_module().is_device(buf):
+            return device_module().write_async(self, buf, offset).result()
+        if type(buf) is bytes:
+            pin, addr, n = buf, (_fast.bytes_addr(buf) if buf else EMPTY_ADDR), len(buf)
+        else:
+            pin, addr, n = readable(buf, "the data to write")
+        off = _lib.APPEND if offset is None and not self._positional else self._offset(offset)
+        if _lib.L is None:
+            _lib.load()
+        rc, got, _ = _fast.write(self._h(), addr, n, off)
+        if rc:
+            raise self._fail(rc)
+        return got
+
+    def flush(self, fsync: bool = False) -> None:
+        """Waits for the writes in flight, then flushes (fsync=True: to
+        stable storage). Raises the first write error the sink ever had."""
+        L = lib()
+        rc = L.colio_sink_flush(self._h(), 1 if fsync else 0)
+        if rc:
+            raise self._fail(rc)
+
+    @property
+    def size(self) -> int:
+        """The highest end written so far."""
+        L = lib()
+        out = c_int64(0)
+        rc = L.colio_sink_size(self._h(), byref(out))
+        if rc:
+            raise self._fail(rc)
+        return out.value
+
+    def close(self) -> None:
+        """Waits for every accepted write, flushes and closes. Raises the
+        sink's first write error, if any. Idempotent."""
+        Handle.close(self)
+
+    def __reduce__(self):
+        if self.kind == "memory":
+            raise TypeError("colio: a memory sink cannot be pickled: it writes into this "
+                            "process's memory; pickle a file sink instead")
+        return self._description

@@ -109,8 +109,11 @@ def test_wrap_future_and_await(src, ref):
 
 
 def test_cancel():
-    old = colio.get_config()["threads"]
-    colio.set_config(threads=1)
+    # A callable source runs on Python workers (python_workers), not on the
+    # engine's threads: one of each, so the second read waits in the queue.
+    cfg = colio.get_config()
+    old, old_workers = cfg["threads"], cfg["python_workers"]
+    colio.set_config(threads=1, python_workers=1)
     try:
         gate, data, s = _gated_source()
         first = s.read_async(bytearray(10), 0)  # occupies the only worker
@@ -126,7 +129,7 @@ def test_cancel():
         assert first.cancel() is False
         s.close()
     finally:
-        colio.set_config(threads=old)
+        colio.set_config(threads=old, python_workers=old_workers)
 
 
 def test_ctrl_c_interrupts_result():

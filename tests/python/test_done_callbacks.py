@@ -91,18 +91,21 @@ def test_chain_of_three_done_callbacks(ref):
     with _callable_source(ref) as s:
         def level(k):
             def cb(f):
+                # Done when the last level has its bytes, not when level 1
+                # returns: f2 may be completed, and its callback run, on
+                # another thread than the one level 1 waits on, so level 3
+                # could still be running then (KeyError: 3 in a full run).
                 try:
                     got[k] = bytes(f.result())
                     if k == 3:
+                        done.set()
                         return
                     nxt = s.read_ranges_async([(k * 1000, 1000)])[0]
                     nxt.add_done_callback(level(k + 1))
                     nxt.result(timeout=INNER)
                 except BaseException as e:  # noqa: BLE001
                     got.setdefault("error", e)
-                finally:
-                    if k == 1:
-                        done.set()
+                    done.set()
             return cb
 
         s.read_ranges_async([(0, 1000)])[0].add_done_callback(level(1))

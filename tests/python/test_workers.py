@@ -37,16 +37,33 @@ def _copier(ref, record=None, latency=0.0, short=False):
     return read_into
 
 
+_before: set = set()  # the queued sources open when the running test began
+
+
+@pytest.fixture(autouse=True)
+def _sources_open_before():
+    _before.clear()
+    _before.update(_workers._callbacks)
+    yield
+
+
 def _no_workers_left():
-    # Workers exit once no source of theirs is open. Sources that earlier
-    # tests dropped inside reference cycles stay open until the collector
-    # runs; in the full suite three of these tests failed for that alone.
+    """True once this test's queued sources are gone and, when no other
+    source is open, every worker thread has exited. Workers stay while any
+    source needs them, by design: sources that earlier tests dropped in
+    reference cycles are collected first, and a source an earlier test
+    still holds (a failed test's traceback keeps its frames) is not this
+    test's to close; in the full suite three of these tests failed for
+    that alone."""
     import gc
     gc.collect()
     deadline = time.monotonic() + WATCHDOG
     while time.monotonic() < deadline:
+        left = set(_workers._callbacks)
+        if left and left <= _before:
+            return True
         alive = [t for t in threading.enumerate() if t.name.startswith("colio-python-worker")]
-        if not alive and _workers.thread_count() == 0:
+        if not left and not alive and _workers.thread_count() == 0:
             return True
         time.sleep(0.01)
     return False

@@ -206,6 +206,9 @@ def _queue(L):
     return _cq
 
 
+_claim_lock = threading.Lock()
+
+
 def _drain_queue(L, cq) -> None:
     """The completion thread: takes up to _ENTRIES completed ranges per
     wake-up and completes their futures (done-callbacks run here)."""
@@ -238,6 +241,7 @@ class RangeFuture(F.Future):
 
     _batch = None
     _index = 0
+    _claimed = False  # a thread is completing it with an error (see _Batch._complete)
 
     def result(self, timeout=None):
         st = self._state
@@ -304,6 +308,17 @@ class _Batch(F.Future):
         elif status == _lib.ECANCELLED:
             f._mark_cancelled()
         else:
+            # Up to three threads complete a range (the queue's, a waiter
+            # in result(), the notifier's): exactly one may take the
+            # callback's exception, or another builds a generic error from
+            # the status and may set it first (make stress: 73 faults came
+            # back as "read callback failed" instead of the callable's own
+            # OSError). The claim is made under a lock; the exception is set
+            # outside it, since done-callbacks run then.
+            with _claim_lock:
+                if f._state != _RUNNING or f._claimed:
+                    return
+                f._claimed = True
             msg, en = None, 0
             h = self._handle
             if h is not None:

@@ -396,11 +396,19 @@ def read_ranges_async(src, ranges) -> list:
         b, key = _new_batch(src, lay, n)
     else:
         cq = _queue(L)
+        handle, flags = src._h(), _flags(src)  # a closed source raises before anything is kept
         b, key = _new_batch(src, lay, n)
         _live[key] = b  # before the call: entries may come at once
-        rc = L.colio_readv_batch(src._h(), lay.c_ranges, n, _flags(src), lay.c_nread,
-                                 lay.c_status, cq, key << 32, byref(h))
+        try:
+            rc = L.colio_readv_batch(handle, lay.c_ranges, n, flags, lay.c_nread,
+                                     lay.c_status, cq, key << 32, byref(h))
+        except BaseException:
+            _live.pop(key, None)
+            raise
         if rc:
+            # A batch refused by the library (a source closed meanwhile) is
+            # never completed: it must not stay in _live with its buffers
+            # (make stress's round_slot grew malloc'd memory by 2 GiB).
             _live.pop(key, None)
             raise src._fail(rc)
     b._handle = h.value

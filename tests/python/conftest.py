@@ -153,3 +153,44 @@ def server(http_server):
     http_server.delay = 0.0
     yield http_server
     http_server.delay = 0.0
+
+
+# ---- S3 on loopback (moto), shared by the S3 tests --------------------------------
+
+@pytest.fixture
+def no_aws(monkeypatch, tmp_path):
+    """No credentials anywhere botocore or the Go SDK look (environment,
+    files, the instance metadata service), so only the options count."""
+    for k in list(os.environ):
+        if k.startswith("AWS_"):
+            monkeypatch.delenv(k)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    return monkeypatch
+
+
+def moto_s3(user):
+    """Starts moto's S3 and IAM on 127.0.0.1 with an IAM user allowed every
+    S3 action (its key signs colio's requests). Returns (endpoint, key,
+    secret, boto3 client of moto's root account, stop)."""
+    import json
+    import logging
+
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    ep = f"http://{host}:{port}"
+    root = dict(endpoint_url=ep, aws_access_key_id="moto", aws_secret_access_key="moto",
+                region_name="us-east-1")
+    iam = boto3.client("iam", **root)
+    iam.create_user(UserName=user)
+    iam.put_user_policy(UserName=user, PolicyName="s3", PolicyDocument=json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))
+    k = iam.create_access_key(UserName=user)["AccessKey"]
+    return ep, k["AccessKeyId"], k["SecretAccessKey"], boto3.client("s3", **root), server.stop

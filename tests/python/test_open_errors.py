@@ -171,20 +171,6 @@ def test_password_in_a_url_is_not_in_the_message():
 
 # ---- S3 (s3fs, offline) ----------------------------------------------------------------
 
-@pytest.fixture
-def no_aws(monkeypatch, tmp_path):
-    """No credentials anywhere botocore looks (environment, files, the
-    instance metadata service)."""
-    import os
-    for k in list(os.environ):
-        if k.startswith("AWS_"):
-            monkeypatch.delenv(k)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    return monkeypatch
-
-
 def test_s3_without_credentials_is_a_permission_error(no_aws):
     pytest.importorskip("s3fs")
     ep = f"http://127.0.0.1:{_closed_port()}"

@@ -23,7 +23,6 @@ from __future__ import annotations
 import collections
 import ctypes
 import errno
-import json
 import pickle
 import random
 import socket
@@ -537,35 +536,20 @@ BUCKET, PUBLIC, OBJ = "colio-private", "colio-public", "data.bin"
 def moto():
     """moto's S3 (and IAM, for a user whose key signs requests) on
     127.0.0.1; IAM authentication is switched on by the `signed` fixture."""
-    import logging
-
     import boto3
     from moto import settings
-    from moto.server import ThreadedMotoServer
 
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    ep = f"http://{host}:{port}"
-    root = dict(endpoint_url=ep, aws_access_key_id="moto", aws_secret_access_key="moto",
-                region_name="us-east-1")
-    iam = boto3.client("iam", **root)
-    iam.create_user(UserName="colio-reader")
-    iam.put_user_policy(UserName="colio-reader", PolicyName="read", PolicyDocument=json.dumps({
-        "Version": "2012-10-17",
-        "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))
-    k = iam.create_access_key(UserName="colio-reader")["AccessKey"]
-    s3 = boto3.client("s3", **root)
+    from conftest import moto_s3
+
+    ep, key, secret, s3, stop = moto_s3("colio-reader")
     s3.create_bucket(Bucket=BUCKET)
     s3.put_object(Bucket=BUCKET, Key=OBJ, Body=DATA)
     s3.create_bucket(Bucket=PUBLIC)
     s3.put_object(Bucket=PUBLIC, Key=OBJ, Body=DATA, ACL="public-read")
-    ref = boto3.client("s3", endpoint_url=ep, aws_access_key_id=k["AccessKeyId"],
-                       aws_secret_access_key=k["SecretAccessKey"], region_name="us-east-1")
-    yield {"endpoint": ep, "key": k["AccessKeyId"], "secret": k["SecretAccessKey"],
-           "boto3": ref, "settings": settings}
-    server.stop()
+    ref = boto3.client("s3", endpoint_url=ep, aws_access_key_id=key,
+                       aws_secret_access_key=secret, region_name="us-east-1")
+    yield {"endpoint": ep, "key": key, "secret": secret, "boto3": ref, "settings": settings}
+    stop()
 
 
 @pytest.fixture
@@ -575,18 +559,6 @@ def signed(moto, monkeypatch):
     monkeypatch.setattr(moto["settings"], "INITIAL_NO_AUTH_ACTION_COUNT", 0)
     monkeypatch.setattr(ActionAuthenticatorMixin, "request_count", 0)
     return moto
-
-
-@pytest.fixture
-def no_aws(monkeypatch, tmp_path):
-    """No credentials anywhere the SDK looks, so only the options count."""
-    import os
-    for k in list(os.environ):
-        if k.startswith("AWS_"):
-            monkeypatch.delenv(k)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
 
 
 def _s3(m, **extra):

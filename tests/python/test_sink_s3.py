@@ -6,7 +6,6 @@ bytes; every failure case also lists the bucket's multipart uploads
 into the moto backend, which runs in this process (ThreadedMotoServer).
 """
 
-import json
 import os
 import random
 import signal
@@ -33,39 +32,12 @@ def gen(n, seed):
 
 @pytest.fixture(scope="module")
 def s3():
-    import logging
+    from conftest import moto_s3
 
-    import boto3
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    ep = f"http://{host}:{port}"
-    root = dict(endpoint_url=ep, aws_access_key_id="moto", aws_secret_access_key="moto",
-                region_name="us-east-1")
-    iam = boto3.client("iam", **root)
-    iam.create_user(UserName="colio-writer")
-    iam.put_user_policy(UserName="colio-writer", PolicyName="all", PolicyDocument=json.dumps({
-        "Version": "2012-10-17",
-        "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))
-    k = iam.create_access_key(UserName="colio-writer")["AccessKey"]
-    client = boto3.client("s3", **root)
+    ep, key, secret, client, stop = moto_s3("colio-writer")
     client.create_bucket(Bucket=BUCKET)
-    yield {"endpoint": ep, "key": k["AccessKeyId"], "secret": k["SecretAccessKey"],
-           "boto3": client}
-    server.stop()
-
-
-@pytest.fixture
-def no_aws(monkeypatch, tmp_path):
-    for k in list(os.environ):
-        if k.startswith("AWS_"):
-            monkeypatch.delenv(k)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    yield {"endpoint": ep, "key": key, "secret": secret, "boto3": client}
+    stop()
 
 
 def opts(s3, **extra):

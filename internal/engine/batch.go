@@ -48,14 +48,8 @@ func (e *Engine) ReadVBatch(ctx context.Context, src *Source, ranges []ReadRange
 	if err != nil {
 		return nil, err
 	}
-	for i, r := range ranges {
-		if err := checkRange(r.Off, len(r.Buf), "read"); err != nil {
-			return nil, err
-		}
-		if r.Off > size {
-			return nil, errs.New(errs.Invalid, "colio: read at offset %d starts past the end of the source (%d bytes)%s",
-				r.Off, size, rangeNote(i, len(ranges)))
-		}
+	if err := checkRanges(ranges, size); err != nil {
+		return nil, err
 	}
 	cfg := e.cfg.Load()
 	b := &Batch{futs: make([]*future.Future, len(ranges)), group: make([]int32, len(ranges))}

@@ -194,14 +194,8 @@ func (e *Engine) ReadVCoalesced(ctx context.Context, src *Source, ranges []ReadR
 	if err != nil {
 		return nil, err
 	}
-	for i, r := range ranges {
-		if err := checkRange(r.Off, len(r.Buf), "read"); err != nil {
-			return nil, err
-		}
-		if r.Off > size {
-			return nil, errs.New(errs.Invalid, "colio: read at offset %d starts past the end of the source (%d bytes)%s",
-				r.Off, size, rangeNote(i, len(ranges)))
-		}
+	if err := checkRanges(ranges, size); err != nil {
+		return nil, err
 	}
 	cfg := e.cfg.Load()
 	hole, max := coalescing(src, cfg)

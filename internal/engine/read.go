@@ -57,14 +57,8 @@ func (e *Engine) readV(ctx context.Context, src *Source, ranges []ReadRange, hel
 	if err != nil {
 		return nil, err
 	}
-	for i, r := range ranges {
-		if err := checkRange(r.Off, len(r.Buf), "read"); err != nil {
-			return nil, err
-		}
-		if r.Off > size {
-			return nil, errs.New(errs.Invalid, "colio: read at offset %d starts past the end of the source (%d bytes)%s",
-				r.Off, size, rangeNote(i, len(ranges)))
-		}
+	if err := checkRanges(ranges, size); err != nil {
+		return nil, err
 	}
 	cfg := e.cfg.Load()
 	fast := src.traits.Fast
@@ -104,4 +98,20 @@ func rangeNote(i, n int) string {
 		return ""
 	}
 	return " (range " + itoa(i) + " of " + itoa(n) + ")"
+}
+
+// checkRanges is the argument check of every fan-out (ReadV, its
+// coalesced and batched forms): a bad range fails the whole call before
+// any of it starts.
+func checkRanges(ranges []ReadRange, size int64) error {
+	for i, r := range ranges {
+		if err := checkRange(r.Off, len(r.Buf), "read"); err != nil {
+			return err
+		}
+		if r.Off > size {
+			return errs.New(errs.Invalid, "colio: read at offset %d starts past the end of the source (%d bytes)%s",
+				r.Off, size, rangeNote(i, len(ranges)))
+		}
+	}
+	return nil
 }

@@ -30,9 +30,9 @@ type request struct {
 	end      int64 // reads: the source's size when the read was planned
 	onClosed bool  // fail parts that start after Close
 	sink     *Sink
-	serial   *serial    // non-nil for sources and sinks that take one call at a time
-	net      *pool.Pool // non-nil for sources with latency: runs the parts instead of e.pool
-	durable  sink.Durable // non-nil for sinks whose writes become durable later (durable.go)
+	serial   *serial          // non-nil for sources and sinks that take one call at a time
+	net      *pool.Pool       // non-nil for sources with latency: runs the parts instead of e.pool
+	durable  sink.Durable     // non-nil for sinks whose writes become durable later (durable.go)
 	ext      source.Offloader // non-nil for sources whose parts outside workers run (offload.go)
 }
 

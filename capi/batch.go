@@ -71,16 +71,9 @@ func startBatch(name string, src C.uintptr_t, ranges unsafe.Pointer, n C.int64_t
 		return nil, nil, invalid(name, "ranges is NULL but n is %d", int64(n))
 	}
 	rs := unsafe.Slice((*C.colio_range)(ranges), int(n))
-	rr := make([]engine.ReadRange, len(rs))
-	for i := range rs {
-		if rs[i].offset < 0 {
-			return nil, nil, invalid(name, "range %d: negative offset %d", i, int64(rs[i].offset))
-		}
-		p, rc := cbytes(name, "range "+itoa(i)+": buf", rs[i].buf, rs[i].size)
-		if rc != C.COLIO_OK {
-			return nil, nil, rc
-		}
-		rr[i] = engine.ReadRange{Off: int64(rs[i].offset), Buf: p}
+	rr, rc := readRanges(name, rs)
+	if rc != C.COLIO_OK {
+		return nil, nil, rc
 	}
 	var nr []C.int64_t
 	var st []C.int

@@ -8,6 +8,8 @@ import "C"
 import (
 	"math"
 	"unsafe"
+
+	"github.com/colio-dev/colio/internal/engine"
 )
 
 // cbytes wraps size bytes of C memory at p as a slice, after checking what
@@ -50,4 +52,22 @@ func cranges(name string, ranges unsafe.Pointer, n C.int64_t, outs unsafe.Pointe
 		return nil, nil, invalid(name, "futures_out is NULL but n is %d", int64(n))
 	}
 	return unsafe.Slice((*C.colio_range)(ranges), int(n)), unsafe.Slice((*C.uintptr_t)(outs), int(n)), C.COLIO_OK
+}
+
+// readRanges turns C ranges into engine ranges over the callers' buffers,
+// checking each offset and buffer (the argument check every fan-out entry
+// point shares).
+func readRanges(name string, rs []C.colio_range) ([]engine.ReadRange, C.int) {
+	rr := make([]engine.ReadRange, len(rs))
+	for i := range rs {
+		if rs[i].offset < 0 {
+			return nil, invalid(name, "range %d: negative offset %d", i, int64(rs[i].offset))
+		}
+		p, rc := cbytes(name, "range "+itoa(i)+": buf", rs[i].buf, rs[i].size)
+		if rc != C.COLIO_OK {
+			return nil, rc
+		}
+		rr[i] = engine.ReadRange{Off: int64(rs[i].offset), Buf: p}
+	}
+	return rr, C.COLIO_OK
 }

@@ -5,11 +5,7 @@ package main
 */
 import "C"
 
-import (
-	"unsafe"
-
-	"github.com/colio-dev/colio/internal/engine"
-)
+import "unsafe"
 
 // readvFlags are the flags colio_readv_async_ex knows; others are refused,
 // so that a program built against a newer header fails loudly here.
@@ -31,16 +27,9 @@ func colioGoReadvAsyncEx(src C.uintptr_t, ranges unsafe.Pointer, n C.int64_t, fl
 		return rc
 	}
 	clear(fs) // no future is made if the call fails
-	rr := make([]engine.ReadRange, len(rs))
-	for i := range rs {
-		if rs[i].offset < 0 {
-			return invalid(name, "range %d: negative offset %d", i, int64(rs[i].offset))
-		}
-		p, rc := cbytes(name, "range "+itoa(i)+": buf", rs[i].buf, rs[i].size)
-		if rc != C.COLIO_OK {
-			return rc
-		}
-		rr[i] = engine.ReadRange{Off: int64(rs[i].offset), Buf: p}
+	rr, rc := readRanges(name, rs)
+	if rc != C.COLIO_OK {
+		return rc
 	}
 	read := e.ReadV
 	if flags&C.COLIO_READV_COALESCE != 0 {

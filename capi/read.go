@@ -65,16 +65,9 @@ func colioGoReadvAsync(src C.uintptr_t, ranges unsafe.Pointer, n C.int64_t, outs
 		return rc
 	}
 	clear(fs) // no future is made if the call fails
-	rr := make([]engine.ReadRange, len(rs))
-	for i := range rs {
-		if rs[i].offset < 0 {
-			return invalid(name, "range %d: negative offset %d", i, int64(rs[i].offset))
-		}
-		p, rc := cbytes(name, "range "+itoa(i)+": buf", rs[i].buf, rs[i].size)
-		if rc != C.COLIO_OK {
-			return rc
-		}
-		rr[i] = engine.ReadRange{Off: int64(rs[i].offset), Buf: p}
+	rr, rc := readRanges(name, rs)
+	if rc != C.COLIO_OK {
+		return rc
 	}
 	futs, err := e.ReadV(ctxAt(int(level)), s, rr)
 	if err != nil {

@@ -1,10 +1,16 @@
 """The file objects a ColioFileSystem opens.
 
-Reading: colio's read-ahead stream (colio_stream_*: ``depth`` buffers
-filled ahead of the reader by colio's workers) as an ``io.BufferedReader``,
-with the attributes fsspec files have (``fs``, ``path``, ``size``,
-``info()``), so pandas, pyarrow and Dask take it where they take an fsspec
-file.
+Reading: an ``io.BufferedReader`` with the attributes fsspec files have
+(``fs``, ``path``, ``size``, ``info()``), so pandas, pyarrow and Dask take
+it where they take an fsspec file. Under it, one of two raw files:
+
+- a source with latency (remote, callbacks) no larger than
+  ``prefetch_max`` is fetched whole by one eager fan-out started at open
+  (the engine cuts it into parallel requests): readers that seek, as
+  pyarrow does (the footer, then the column chunks), would otherwise pay
+  a round trip per seek, since a read-ahead stream restarts at each one;
+- anything else gets colio's read-ahead stream (colio_stream_*: ``depth``
+  buffers filled ahead of the reader by colio's workers).
 
 Writing (local targets): every full buffer is handed to a colio file sink
 as one eager ``write_async`` at its reserved offset, so the disk writes of
@@ -25,14 +31,24 @@ from . import _stream
 WRITE_CHUNK = 8 << 20
 # Buffers in flight per file before write() waits for the oldest.
 WRITE_DEPTH = 4
+# The largest file with latency that open fetches whole (held in memory
+# while the file is open): fsspec's own HTTP file reads 5 MiB blocks, and
+# Parquet files written in one go by pandas or Dask are mostly smaller
+# than this; a larger one streams.
+PREFETCH_MAX = 16 << 20
 
 
 class ColioReadFile(io.BufferedReader):
     """A binary read-ahead file over a leased source of a ColioFileSystem."""
 
-    def __init__(self, fs, path: str, entry, release, buffer_size=None, depth=None):
-        raw = _stream.RawStream(entry.src, 0, buffer_size, depth, owns_source=False,
-                                name=path)
+    def __init__(self, fs, path: str, entry, release, buffer_size=None, depth=None,
+                 prefetch_max=None):
+        src = entry.src
+        limit = PREFETCH_MAX if prefetch_max is None else prefetch_max
+        if src._slow and 0 < src.size <= limit:
+            raw = _WholeFile(src, path)
+        else:
+            raw = _stream.RawStream(src, 0, buffer_size, depth, owns_source=False, name=path)
         super().__init__(raw, buffer_size=_stream._PY_BUFFER)
         self.fs, self.path = fs, path
         self._entry, self._release = entry, release
@@ -62,6 +78,71 @@ class ColioReadFile(io.BufferedReader):
 
     def __repr__(self) -> str:
         return f"<colio.fsspec file {self.path!r} mode='rb'>"
+
+
+class _WholeFile(io.RawIOBase):
+    """A raw file over the whole of a source, read by one fan-out submitted
+    here (at open) and waited for by the first read or seek to the end."""
+
+    def __init__(self, src, name):
+        super().__init__()
+        self.name = name
+        self._size = src.size
+        self._fut = src.read_ranges_async([(0, self._size)])[0]
+        self._mv = None
+        self._pos = 0
+
+    def _data(self) -> memoryview:
+        if self._mv is None:
+            self._mv = memoryview(self._fut.result()).cast("B")
+            self._fut = None
+        return self._mv
+
+    mode = "rb"
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        if self.closed:
+            raise ValueError("I/O operation on closed file.")
+        data = self._data()
+        n = max(0, min(len(b), self._size - self._pos))
+        if n:
+            memoryview(b).cast("B")[:n] = data[self._pos:self._pos + n]
+            self._pos += n
+        return n
+
+    def readall(self) -> bytes:
+        data = self._data()
+        out = bytes(data[self._pos:])
+        self._pos = self._size
+        return out
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        if self.closed:
+            raise ValueError("I/O operation on closed file.")
+        base = {0: 0, 1: self._pos, 2: self._size}.get(whence)
+        if base is None:
+            raise ValueError(f"invalid whence ({whence}, should be 0, 1 or 2)")
+        pos = base + offset
+        if pos < 0:
+            raise OSError(22, f"negative seek position {pos}")
+        self._pos = pos
+        return pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def close(self) -> None:
+        self._mv = None
+        fut, self._fut = self._fut, None
+        if fut is not None:
+            fut.cancel()
+        super().close()
 
 
 class ColioWriteFile(io.BufferedIOBase):

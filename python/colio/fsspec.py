@@ -12,9 +12,10 @@ file system of the chain (``target_protocol`` / ``target_options``, or
 
 - runs ``cat_file``, ``cat_ranges`` and ``cat`` through colio's fan-out
   (``Source.read_ranges``: every range of every path submitted at once);
-- opens files for reading as colio's read-ahead stream; with ``columns=``
-  (as ``fsspec.parquet`` passes them) it prefetches the Parquet column
-  chunks instead;
+- opens files for reading as colio's read-ahead stream, or, for a file
+  with latency of at most ``prefetch_max`` bytes (16 MiB), fetches it
+  whole at open in one fan-out; with ``columns=`` (as ``fsspec.parquet``
+  passes them) it prefetches the Parquet column chunks instead;
 - writes local targets (``open(path, "wb")``, ``pipe_file``, ``put_file``)
   through colio file sinks, eager and parallel; other targets are written
   with their own API;
@@ -248,7 +249,8 @@ class ColioFileSystem(ChainedFileSystem):
             try:
                 return ColioReadFile(self, path, e, self._sources.release,
                                      buffer_size=kwargs.get("buffer_size"),
-                                     depth=kwargs.get("depth"))
+                                     depth=kwargs.get("depth"),
+                                     prefetch_max=kwargs.get("prefetch_max"))
             except BaseException:
                 self._sources.release(e)
                 raise

@@ -435,3 +435,67 @@ def test_fsspec_parquet_columns_fan_out(tmp_path):
         got = pq.read_table(f, columns=["b"]).to_pandas()
     pd.testing.assert_frame_equal(got, df[["b"]])
     assert calls and max(calls) >= 4  # the row groups' chunks of b, in one call
+
+
+# ---- small remote files are fetched whole at open ----------------------------------
+
+@pytest.fixture
+def own_server():
+    """A range server of this test's own: no other test's late request
+    counts in it."""
+    import threading
+
+    from conftest import RangeServer
+    srv = RangeServer()
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_small_remote_file_is_fetched_whole_at_open(own_server, data):
+    """A remote file no larger than prefetch_max is read whole, in one
+    eager fan-out started by open: pyarrow's footer-then-columns seeks cost
+    no further requests. Before this, each seek restarted the read-ahead
+    stream: a 3 MiB Parquet-shaped read pattern (tail, then chunks from the
+    start) made 202 range requests."""
+    server = own_server
+    server.files["/fsfs/whole.bin"] = data
+    url = server.url + "/fsfs/whole.bin"
+    fs = fsspec.filesystem("colio", target_protocol="http", skip_instance_cache=True)
+    server.reset()
+    with fs.open(url, "rb") as f:
+        rng = random.Random(5)
+        f.seek(-8, 2)
+        assert f.read() == data[-8:]
+        for _ in range(40):
+            off, n = rng.randrange(len(data)), rng.randrange(100_000)
+            f.seek(off)
+            assert f.read(n) == data[off:off + n]
+        f.seek(0)
+        assert f.read() == data
+    # the default request size (8 MiB) covers 3 MiB in one GET
+    assert server.range_requests + server.full_requests == 1
+    assert server.bytes_served == len(data)
+    # a file over prefetch_max streams as before, byte-exact
+    server.reset()
+    with fs.open(url, "rb", prefetch_max=1 << 20) as f:
+        f.seek(12345)
+        assert f.read(1 << 20) == data[12345:12345 + (1 << 20)]
+    assert 0 < server.bytes_served
+
+
+def test_small_remote_file_fetch_error_raises_at_read(server, data):
+    """The eager fetch's error reaches the first read, as the stream's would."""
+    fs = fsspec.filesystem("colio", target_protocol="http", skip_instance_cache=True)
+    server.files["/fsfs/gone.bin"] = data[:5000]
+    url = server.url + "/fsfs/gone.bin"
+    f = fs.open(url, "rb")
+    try:
+        assert f.read(10) == data[:10]
+    finally:
+        f.close()
+    with pytest.raises(ValueError):
+        f.read(1)
+    server.files.pop("/fsfs/gone.bin", None)

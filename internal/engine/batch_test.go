@@ -79,3 +79,57 @@ func TestReadVBatchChecksFirst(t *testing.T) {
 		t.Fatalf("closed: got %v, called %v", err, called)
 	}
 }
+
+// The grouped ranges update the engine's counters once per group (issue
+// 15.1), yet a caller that sees the batch's last range reported must see
+// them settled: every byte counted and nothing left in flight, as when
+// each range counted itself.
+func TestReadVBatchCountersSettledAtLastReport(t *testing.T) {
+	defer watchdog(t, 60*time.Second)()
+	data := make([]byte, 1<<20)
+	rand.New(rand.NewSource(151)).Read(data)
+	src := openFile(t, writeFile(t, data))
+	for _, threads := range []int{1, 2, 8} {
+		e := newEngine(t, func(c *config.Config) { c.Threads = threads; c.SmallReadThreshold = 8192 })
+		for round := 0; round < 20; round++ {
+			n := 64 + round*37
+			rr := make([]ReadRange, n)
+			var want int64
+			for i := range rr {
+				off := int64(i*4096) % int64(len(data))
+				size := 1 + (i*131)%4096
+				if i%11 == 0 {
+					size = 0
+				}
+				rr[i] = ReadRange{Off: off, Buf: make([]byte, size)}
+				want += int64(min(size, len(data)-int(off)))
+			}
+			before := e.Stats().BytesRead
+			var mu sync.Mutex
+			left := n
+			var seen Stats
+			lastDone := make(chan struct{})
+			_, err := e.ReadVBatch(context.Background(), src, rr, false, func(i int, nb int64, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if left--; left == 0 {
+					seen = e.Stats()
+					close(lastDone)
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-lastDone
+			if seen.BytesRead-before != want || seen.InFlight != 0 {
+				t.Fatalf("threads %d, round %d: at the last report %d bytes counted (want %d), %d in flight",
+					threads, round, seen.BytesRead-before, want, seen.InFlight)
+			}
+			for i, r := range rr {
+				if !bytes.Equal(r.Buf, data[r.Off:r.Off+int64(len(r.Buf))]) {
+					t.Fatalf("threads %d, round %d, range %d: wrong bytes", threads, round, i)
+				}
+			}
+		}
+	}
+}

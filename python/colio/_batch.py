@@ -36,7 +36,7 @@ from ctypes import byref, c_char_p, c_int, c_int64, c_void_p
 
 from . import _future as F
 from . import _lib
-from ._buffers import EMPTY_ADDR, INT64_MAX, new_bytes
+from ._buffers import EMPTY_ADDR, new_bytes
 from ._errors import make_error
 
 PACK_MAX = 1 << 16   # ranges up to this share the batch's bytes object
@@ -49,32 +49,39 @@ _chain = itertools.chain.from_iterable
 
 
 def plan(src, ranges):
-    """(offsets, sizes) as tuples of ints, checked: the common case (a
-    list of int pairs) at C speed, anything else through Source._ranges,
-    which names what is wrong."""
+    """(offsets, sizes, packed): the ranges checked, as two sequences of
+    ints, and, on the fast path, packed, the (offset, size) pairs as int64
+    values in one bytes object for the C call. The common case (a list of
+    int pairs) runs at C speed: struct packs every pair in one call and
+    refuses what is not an integer (a float) or does not fit in int64,
+    and the columns are strided views of its result (Python ints, numpy's
+    included). Anything else goes through Source._ranges, which names what
+    is wrong."""
     try:
         items = ranges if type(ranges) in (list, tuple) else list(ranges)
     except TypeError:
         raise TypeError("colio: ranges must be an iterable of (offset, size) pairs") from None
     if not items:
-        return (), ()
+        return (), (), None
     try:
-        offs, sizes = zip(*items)
-        # A float (or a numpy integer) makes a sum that is not an int: the
-        # slow path then refuses (or converts) it.
-        ok = (max(map(len, items)) == 2 and min(offs) >= 0 and min(sizes) >= 0
-              and max(offs) <= INT64_MAX and max(sizes) <= INT64_MAX
-              and type(sum(offs)) is int and type(sum(sizes)) is int)
-    except (TypeError, ValueError):
+        n = len(items)
+        packed = _pack(f"{2 * n}q", *_chain(items))
+        cols = memoryview(packed).cast("q")
+        offs, sizes = cols[0::2], cols[1::2]
+        # Every item a pair (a 1-tuple and a 3-tuple would pack the right
+        # count), nothing negative.
+        ok = max(map(len, items)) == 2 and min(offs) >= 0 and min(sizes) >= 0
+    except (TypeError, ValueError, StructError):
         ok = False
     if not ok:
         rs = src._ranges(items)  # raises the precise error, or accepts (numpy ints)
         offs, sizes = tuple(o for o, _ in rs), tuple(s for _, s in rs)
-        return offs, sizes
+        return offs, sizes, None
     if max(sizes) > _CLAMP_FROM:  # allocate what exists, not what was asked
         end = src.size
         sizes = tuple(min(s, max(end - o, 0)) for o, s in zip(offs, sizes))
-    return offs, sizes
+        packed = None
+    return offs, sizes, packed
 
 
 class _Layout:
@@ -84,7 +91,7 @@ class _Layout:
     __slots__ = ("n", "nread", "status", "c_ranges", "c_nread", "c_status",
                  "shared", "starts", "owners", "addrs", "sizes")
 
-    def __init__(self, offs, sizes):
+    def __init__(self, offs, sizes, packed=None):
         n = self.n = len(offs)
         self.sizes = sizes
         if max(sizes) <= PACK_MAX:
@@ -113,13 +120,21 @@ class _Layout:
                     addrs.append(a)
             self.shared, self.owners, self.starts = None, owners, starts
         self.addrs = addrs
-        # struct packs ints at C speed (an array built from an iterable
-        # costs five times as much); it refuses what is not an integer.
+        # The colio_range table is laid out by strided memoryview stores
+        # (C loops) from packed columns; struct packs ints at C speed (an
+        # array built from an iterable costs five times as much) and
+        # refuses what is not an integer.
         try:
-            packed = _pack(f"{3 * n}q", *_chain(zip(offs, sizes, addrs)))
+            if packed is None:
+                packed = _pack(f"{2 * n}q", *_chain(zip(offs, sizes)))
+            ca = _pack(f"{n}q", *addrs)
         except StructError:
             raise TypeError("colio: range offsets and sizes must be integers") from None
-        self.c_ranges = (_lib.Range * n).from_buffer_copy(packed)
+        table = bytearray(24 * n)
+        cols, pairs = memoryview(table).cast("q"), memoryview(packed).cast("q")
+        cols[0::3], cols[1::3], cols[2::3] = pairs[0::2], pairs[1::2], memoryview(ca).cast("q")
+        cols.release()
+        self.c_ranges = (_lib.Range * n).from_buffer(table)
         self.nread = array("q", bytes(8 * n))
         self.status = array("i", bytes(4 * n))
         self.c_nread = (c_int64 * n).from_buffer(self.nread)
@@ -155,14 +170,14 @@ def _range_error(src, lay, i: int, code: int, message=None, errnum: int = 0):
 
 def read_ranges(src, ranges) -> list:
     """Source.read_ranges for engine sources: one call, one wait."""
-    offs, sizes = plan(src, ranges)
+    offs, sizes, packed = plan(src, ranges)
     if not offs:
         src._h()
         return []
     L = _lib.L or _lib.load()
     if F._to_free:
         F._drain_free(L)
-    lay = _Layout(offs, sizes)
+    lay = _Layout(offs, sizes, packed)
     handle, flags = src._h(), _flags(src)
     rc, _ = F.wait_sync(L, lambda out: L.colio_readv_batch(
         handle, lay.c_ranges, lay.n, flags, lay.c_nread, lay.c_status, None, 0, out),
@@ -374,7 +389,7 @@ class _Batch(F.Future):
 
 def read_ranges_async(src, ranges) -> list:
     """Source.read_ranges_async for engine sources: one call per batch."""
-    offs, sizes = plan(src, ranges)
+    offs, sizes, packed = plan(src, ranges)
     n = len(offs)
     if not n:
         src._h()
@@ -382,7 +397,7 @@ def read_ranges_async(src, ranges) -> list:
     L = _lib.L or _lib.load()
     if F._to_free:
         F._drain_free(L)
-    lay = _Layout(offs, sizes)
+    lay = _Layout(offs, sizes, packed)
     h = c_void_p()
     # Small reads of local files and memory end inside the call: no queue.
     inline = src.kind in _INLINE_KINDS and max(sizes) <= _lib.inline_read_max

@@ -40,6 +40,10 @@ the engine's planner; for them this module merges the ranges itself with a
 256 KiB hole (``LOOP_HOLE``: the loop runs up to 256 requests at once, so
 another request costs little) before reading. With a native source
 (``colio.source(url)``), the engine does it with the hole it measured.
+
+``read_table`` does not go through that file object: it fetches into one
+buffer that pyarrow reads directly, and decodes each row group as soon as
+its bytes are in while later ones are still arriving (colio._parquet_eager).
 """
 
 from __future__ import annotations
@@ -321,32 +325,56 @@ def open(where, columns=None, row_groups=None, **storage_options) -> PrefetchedF
 
 
 def read_table(where, columns=None, filters=None, row_groups=None, **storage_options):
-    """``pyarrow.parquet.read_table`` through ``open``: the same table, with
-    the column chunks fetched at once. ``filters`` are pyarrow's (a list of
-    tuples, or an expression); the columns a list names are prefetched
-    too (an expression's: every column). ``row_groups`` reads only those
-    row groups, in that order, as ``ParquetFile.read_row_groups`` does."""
+    """``pyarrow.parquet.read_table`` through colio: the same table, with
+    every column chunk it needs fetched at once and each row group decoded
+    as soon as its bytes are in (colio._parquet_eager). ``filters`` are
+    pyarrow's (a list of tuples, or an expression): row groups whose
+    statistics rule them out are not fetched, and the columns a list names
+    are fetched too (an expression's: every column). ``row_groups`` reads
+    only those row groups, in that order, as ``ParquetFile.read_row_groups``
+    does. ``coalesce_hole`` and ``coalesce_max`` set the source's merge rule
+    (``Source.set_coalesce``) for a path or URL; other storage options go
+    to ``colio.source``."""
     import pyarrow.parquet as pq
-    if _is_local_path(where, storage_options):
-        # No latency to hide: pyarrow's own reader of the file is faster
-        # than any file object over prefetched bytes (measured 0.7-0.8x in
-        # bench workload 8), so the path goes to it.
-        if row_groups is None:
-            return pq.read_table(os.fspath(where), columns=columns, filters=filters)
-        t = pq.ParquetFile(os.fspath(where)).read_row_groups(list(row_groups), columns=columns
-                                                              if filters is None else None)
-        return t if filters is None else _filtered(t, filters, columns)
-    need = columns
-    if filters is not None and columns is not None:
-        named = _filter_columns(filters) if isinstance(filters, list) else None
-        need = None if named is None else list(columns) + [c for c in named if c not in columns]
+    if isinstance(columns, str):
+        raise TypeError("colio.parquet: columns must be a list of names, not a string")
+    if columns is not None and any("." in str(c) for c in columns):
+        # pyarrow's dataset reader projects a field out of a struct; the
+        # file object over the prefetch gives it exactly what it expects.
+        return _read_through_file(where, columns, filters, row_groups, storage_options)
+    expr = pq.filters_to_expression(filters) if isinstance(filters, list) else filters
+    need = _needed(columns, filters)
+    hole = storage_options.pop("coalesce_hole", None)
+    cap = storage_options.pop("coalesce_max", None)
+    src, owned = _open_source(where, storage_options)
+    try:
+        if (hole, cap) != (None, None) and not owned:
+            raise TypeError("colio.parquet: coalesce_hole and coalesce_max apply to paths "
+                            "and URLs; call set_coalesce on an open colio.Source")
+        if getattr(src, "_loop", None) is not None:  # merged here, not by the engine
+            hole = LOOP_HOLE if hole is None else hole
+            cap = LOOP_MAX if cap is None else cap
+        else:
+            if (hole, cap) != (None, None):
+                src.set_coalesce(hole, cap)
+            hole, cap = src.coalescing
+        size = src.size
+        tail_off, tail = _tail(src, size, _name(where))
+        md = _parse(tail)
+        from . import _parquet_eager
+        return _parquet_eager.read(src, size, tail_off, tail, md, need, row_groups, expr,
+                                   columns, hole, cap)
+    finally:
+        if owned:
+            src.close()
+
+
+def _read_through_file(where, columns, filters, row_groups, storage_options):
+    import pyarrow.parquet as pq
+    need = _needed(columns, filters)
     with open(where, need, row_groups, **storage_options) as f:
         # pre_buffer off: the bytes are in memory already, and pyarrow's
         # read cache would only copy them again on its own threads.
-        if row_groups is None and filters is None and not any("." in c for c in columns or ()):
-            # The same table as read_table's, without its dataset layer
-            # (which parses the footer again).
-            return pq.ParquetFile(f, metadata=f.metadata, pre_buffer=False).read(columns=columns)
         if row_groups is None:
             return pq.read_table(f, columns=columns, filters=filters, pre_buffer=False)
         t = pq.ParquetFile(f, metadata=f.metadata, pre_buffer=False).read_row_groups(
@@ -354,18 +382,20 @@ def read_table(where, columns=None, filters=None, row_groups=None, **storage_opt
     return t if filters is None else _filtered(t, filters, columns)
 
 
+def _needed(columns, filters):
+    """The columns to fetch: those asked for and those a list of filters
+    names (an expression's are not known: every column)."""
+    if filters is None or columns is None:
+        return columns
+    named = _filter_columns(filters) if isinstance(filters, list) else None
+    return None if named is None else list(columns) + [c for c in named if c not in columns]
+
+
 def _filtered(t, filters, columns):
     import pyarrow.parquet as pq
     expr = pq.filters_to_expression(filters) if isinstance(filters, list) else filters
     t = t.filter(expr)
     return t if columns is None else t.select(list(columns))
-
-
-def _is_local_path(where, storage_options):
-    if storage_options or not isinstance(where, (str, bytes, os.PathLike)):
-        return False
-    p = os.fsdecode(where)
-    return "://" not in p and "::" not in p
 
 
 def _filter_columns(filters):

@@ -1,0 +1,221 @@
+"""Decoding a Parquet file's row groups while later ones are still arriving
+(colio.parquet.read_table; issue 16).
+
+Prefetching everything and then handing pyarrow a Python file object made
+the time of a large read fetch + decode, with every read pyarrow made going
+through the GIL; polars was ahead because its reader decodes while it
+fetches. Here:
+
+- the bytes land in one buffer the size of the file, each range at its own
+  offset, so pyarrow reads them through a ``BufferReader``: no Python file
+  object, no copy between colio's buffers and pyarrow; the buffer comes
+  from pyarrow's memory pool (fresh pages are never touched where nothing
+  is fetched, and the pool's freed pages are reused without the kernel
+  zeroing them again);
+- every selected row group's ranges are submitted at once, row group by row
+  group in reading order, as ``read_async`` reads into the buffer, merged
+  per row group with the source's own coalescing rule (a row group's bytes
+  then complete together, which a merge across row groups would delay);
+- the calling thread decodes row group k (``ParquetFile.read_row_groups``,
+  which releases the GIL and decodes columns on pyarrow's threads) as soon
+  as its reads are done, together with any later ones already done, while
+  the rest are in flight; the tables are concatenated at the end.
+
+pyarrow reads nothing here but the column chunks of the row groups and
+columns it is asked for (``read_row_groups`` with ``columns`` of top-level
+names, pre_buffer off, no page index), and each is fetched whole: from its
+dictionary page (or first data page) for total_compressed_size bytes, plus
+up to PAD bytes after it, which pyarrow reads past a chunk of files from
+parquet-mr before 1.2.9 (PARQUET-816). Dotted column names go through
+colio.parquet.open instead, whose file object falls through to the source
+for anything not prefetched.
+"""
+
+from __future__ import annotations
+
+PAD = 100  # pyarrow's kMaxDictHeaderSize: its read past a chunk for old writers
+WINDOW = 1099511627776
+
+
+def plan(md, leaves, row_groups, limit, hole, cap):
+    """{row group: [(offset, size), ...]}: the merged reads of each row
+    group's chunks of the leaf columns ``leaves``, none reaching ``limit``
+    (where the tail that was read already begins)."""
+    from .parquet import _chunk, _merge
+    out = {}
+    for r in row_groups:
+        if r in out:
+            continue
+        rg = md.row_group(r)
+        rs = []
+        for c in leaves:
+            off, n = _chunk(rg.column(c))
+            end = min(off + n + PAD, limit)
+            if end > off:
+                rs.append((off, end - off))
+        out[r] = _merge(rs, hole, cap)
+    return out
+
+
+class Fetch:
+    """The reads of the planned row groups, in their order, into one buffer
+    of the file's size. Row groups are started in order while less than
+    ``window`` bytes are in flight, and each completion starts the next
+    ones: requests all in flight at once share the bandwidth and would all
+    end together, at the end, leaving nothing to decode meanwhile.
+    ``wait(r)`` waits for row group r's reads."""
+
+    def __init__(self, src, size, tail_off, tail, reads, window):
+        import threading
+        import pyarrow as pa
+        self.size = size
+        # From pyarrow's memory pool, which keeps freed memory for the next
+        # allocation: fresh pages cost the kernel's zeroing on first touch,
+        # measured at 80-400 ms for 200 MB here, more than the transfer.
+        self.mem = pa.allocate_buffer(max(size, 1))
+        self._view = memoryview(self.mem).cast("B")
+        self._view[tail_off:size] = tail
+        self._src, self._window = src, window
+        self._order = list(reads.items())
+        self._next = 0            # the next row group of _order to start
+        self._flight = 0          # bytes started and not yet done
+        self._error = None        # a failed start (on a completion's thread)
+        self._closed = False
+        self.futures = {}
+        self._cv = threading.Condition()
+        self._pump()
+
+    def _pump(self) -> None:
+        """Starts the next row groups while the window allows (at least
+        one when nothing is in flight)."""
+        while True:
+            with self._cv:
+                if self._closed or self._next >= len(self._order) or (
+                        self._flight and self._flight >= self._window):
+                    return
+                r, rs = self._order[self._next]
+                self._next += 1
+                self._flight += sum(n for _, n in rs)
+            try:
+                futs = [self._src.read_async(self._view[o:o + n], o) for o, n in rs]
+            except BaseException as e:  # noqa: BLE001 - the waiter raises it
+                with self._cv:
+                    self._error = e
+                    self.futures[r] = []
+                    self._cv.notify_all()
+                return
+            with self._cv:
+                self.futures[r] = futs
+                self._cv.notify_all()
+            for f, (_, n) in zip(futs, rs):
+                f.add_done_callback(lambda f, n=n: self._done(n))
+
+    def _done(self, n) -> None:
+        with self._cv:
+            self._flight -= n
+        self._pump()
+
+    def _started(self, r):
+        with self._cv:
+            while r not in self.futures and self._error is None:
+                self._cv.wait(0.05)  # in slices: Ctrl-C interrupts it
+            if self._error is not None:
+                raise self._error
+            return self.futures[r]
+
+    def done(self, r) -> bool:
+        futs = self.futures.get(r)
+        return futs is not None and all(f.done() for f in futs)
+
+    def wait(self, r) -> None:
+        """Waits for row group r's reads; a failed one raises its error (the
+        caller then cancels the rest with cancel())."""
+        for f in self._started(r):
+            f.result()
+
+    def release(self) -> None:
+        """Drops the futures, whose callbacks refer to self: without it the
+        buffer lives until the garbage collector finds the cycle, and the
+        next read's buffer is fresh memory instead of the pool's reused
+        pages."""
+        with self._cv:
+            self._closed = True
+            self.futures = {}
+            self._order = []
+            self._view = None
+
+    def cancel(self) -> None:
+        """Starts nothing more, cancels what has not started and waits for
+        what has (the buffer must outlive every write into it)."""
+        with self._cv:
+            self._closed = True
+            futs = [f for fs in self.futures.values() for f in fs]
+        for f in futs:
+            f.cancel()
+        for f in futs:
+            try:
+                f.exception()
+            except BaseException:  # noqa: BLE001 - cancelled, or failed: either is over
+                pass
+
+
+def read(src, size, tail_off, tail, md, need, row_groups, filters, columns, hole, cap,
+         window=None):
+    """The table of ``row_groups`` (None: all, in order) and ``need``
+    (top-level names, or None: all) of the file, filtered by ``filters``
+    (an expression, or None) and then cut down to ``columns``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from .parquet import _selected
+    rgs = list(range(md.num_row_groups)) if row_groups is None else list(row_groups)
+    for r in rgs:
+        if not 0 <= r < md.num_row_groups:
+            raise IndexError(f"colio.parquet: row group {r} out of range (the file has "
+                             f"{md.num_row_groups})")
+    if filters is not None and rgs:
+        rgs = _prune(tail_off, tail, size, md, rgs, filters)
+    leaves = [i for i in range(md.num_columns) if _selected(md.schema.column(i).path, need)]
+    fetch = Fetch(src, size, tail_off, tail, plan(md, leaves, rgs, tail_off, hole, cap),
+                  WINDOW if window is None else window)
+    try:
+        pf = pq.ParquetFile(pa.BufferReader(fetch.mem), metadata=md,
+                            pre_buffer=False)
+        tables = []
+        i = 0
+        while i < len(rgs):
+            fetch.wait(rgs[i])
+            j = i + 1  # with every later row group already here: one call
+            while j < len(rgs) and fetch.done(rgs[j]):
+                fetch.wait(rgs[j])
+                j += 1
+            t = pf.read_row_groups(rgs[i:j], columns=need, use_threads=True)
+            if filters is not None:
+                t = t.filter(filters)
+            if columns is not None and filters is not None:
+                t = t.select(list(columns))
+            tables.append(t)
+            i = j
+    except BaseException:
+        fetch.cancel()
+        raise
+    finally:
+        fetch.release()
+    if not tables:
+        t = pf.read_row_groups([], columns=need)
+        return t if columns is None else t.select(list(columns))
+    return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+
+
+def _prune(tail_off, tail, size, md, rgs, expr):
+    """The row groups of rgs whose statistics do not rule out a row passing
+    ``expr`` (what pyarrow's own read_table skips), in rgs's order."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+    # A fragment over a buffer that holds only the footer: it reads
+    # nothing else to apply statistics.
+    buf = bytearray(size)  # calloc: only the tail's pages are touched
+    buf[tail_off:size] = tail
+    frag = ds.ParquetFileFormat().make_fragment(pa.BufferReader(pa.py_buffer(buf)))
+    frag = frag.subset(row_group_ids=sorted(set(rgs)))
+    keep = {g.id for g in frag.subset(filter=expr).row_groups}
+    return [r for r in rgs if r in keep]

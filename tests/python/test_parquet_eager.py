@@ -1,0 +1,200 @@
+"""colio.parquet.read_table's decode-as-it-arrives path (colio._parquet_eager):
+row groups in the order asked (duplicates too), a range that fails part-way
+raises its error and leaves no read running, filters prune row groups by
+their statistics before anything of them is fetched, the in-flight window
+starts row groups in order, coalesce_hole / coalesce_max reach the source.
+Every table is compared with pyarrow's read of the local file."""
+
+import threading
+
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+pc = pytest.importorskip("pyarrow.compute")
+
+import colio  # noqa: E402
+import colio._parquet_eager as eager  # noqa: E402
+import colio.parquet as cpq  # noqa: E402
+
+N, RG = 4000, 500   # 8 row groups
+
+
+@pytest.fixture(scope="module")
+def pfile(tmp_path_factory):
+    p = str(tmp_path_factory.mktemp("eager") / "t.parquet")
+    t = pa.table({"id": pa.array(range(N), pa.int64()),
+                  "x": pa.array([i * 0.25 for i in range(N)]),
+                  "s": pa.array([None if i % 7 == 0 else f"s{i % 13}" for i in range(N)]),
+                  "l": pa.array([list(range(i % 3)) for i in range(N)], pa.list_(pa.int16()))})
+    pq.write_table(t, p, row_group_size=RG)
+    return p
+
+
+@pytest.fixture(autouse=True)
+def small_tail(monkeypatch):
+    """A first tail read of 512 bytes, so that the footer's read does not
+    hold the row groups of this small file."""
+    monkeypatch.setattr(cpq, "TAIL", 512)
+
+
+class Recorder:
+    """A callable source over the file's bytes that records each read's
+    (offset, size) and when it started and ended, and can fail one."""
+
+    def __init__(self, path, fail_at=None):
+        self.data = open(path, "rb").read()
+        self.fail_at = fail_at
+        self.lock = threading.Lock()
+        self.events = []   # ("start"|"end", offset, size)
+
+    def __call__(self, buf, offset):
+        n = len(buf)
+        with self.lock:
+            self.events.append(("start", offset, n))
+        try:
+            if self.fail_at is not None and offset <= self.fail_at < offset + n:
+                raise OSError(5, f"boom at {self.fail_at}")
+            got = self.data[offset:offset + n]
+            buf[:len(got)] = got
+            return len(got)
+        finally:
+            with self.lock:
+                self.events.append(("end", offset, n))
+
+    def source(self):
+        src = colio.from_callable(self, len(self.data))
+        src.set_coalesce(0)  # the tail read is then TAIL, not the hole
+        return src
+
+    def reads(self):
+        return [(o, n) for k, o, n in self.events if k == "start"]
+
+
+def rg_bytes(md, r):
+    """The [start, end) of row group r's column chunks."""
+    spans = [cpq._chunk(md.row_group(r).column(c)) for c in range(md.num_columns)]
+    return min(o for o, _ in spans), max(o + n for o, n in spans)
+
+
+def test_row_groups_in_the_order_asked(pfile):
+    ref = pq.ParquetFile(pfile)
+    for rgs in ([7, 0, 3], [2, 2, 5, 2], [5], [], list(range(8))[::-1]):
+        for cols in (None, ["s"], ["l", "id"]):
+            want = ref.read_row_groups(rgs, columns=cols)
+            got = cpq.read_table(pfile, columns=cols, row_groups=rgs)
+            assert got.equals(want), (rgs, cols)
+            assert got.column_names == want.column_names
+
+
+def test_each_row_group_is_fetched_once(pfile):
+    rec = Recorder(pfile)
+    with rec.source() as src:
+        got = cpq.read_table(src, columns=["x"], row_groups=[4, 4, 1])
+    assert got.equals(pq.ParquetFile(pfile).read_row_groups([4, 4, 1], columns=["x"]))
+    md = pq.read_metadata(pfile)
+    chunk_reads = [(o, n) for o, n in rec.reads() if o < rg_bytes(md, 7)[1]]
+    assert sorted(chunk_reads) == sorted(set(chunk_reads))  # row group 4 once
+    assert len(chunk_reads) == 2
+
+
+def test_a_failed_range_part_way_raises(pfile):
+    md = pq.read_metadata(pfile)
+    lo, hi = rg_bytes(md, 5)
+    rec = Recorder(pfile, fail_at=(lo + hi) // 2)
+    with rec.source() as src:
+        with pytest.raises(OSError, match="boom"):
+            cpq.read_table(src)
+        # Nothing of that read still runs once it raised: every read that
+        # started has ended (the buffer is not written after the raise).
+        with rec.lock:
+            starts = sum(1 for e in rec.events if e[0] == "start")
+            ends = sum(1 for e in rec.events if e[0] == "end")
+        assert starts == ends
+        rec.fail_at = None  # the source is still usable, and right
+        assert cpq.read_table(src).equals(pq.read_table(pfile))
+
+
+def test_filters_prune_row_groups_before_fetching(pfile):
+    md = pq.read_metadata(pfile)
+    cases = [([("id", ">=", 3600)], ["x"]),                       # row groups 7 only
+             ([("id", "<", 600), ("s", "!=", "s3")], None),        # 0 and 1
+             (pc.field("id") >= 3999, ["s", "id"]),                # expression: 7
+             ([("id", ">", 10 ** 9)], ["x"])]                      # none
+    for flt, cols in cases:
+        want = pq.read_table(pfile, columns=cols, filters=flt)
+        rec = Recorder(pfile)
+        with rec.source() as src:
+            got = cpq.read_table(src, columns=cols, filters=flt)
+        assert got.equals(want), flt
+        assert got.column_names == want.column_names
+        first = min(o for o, _ in rec.reads() if o < rg_bytes(md, 7)[1]) if len(want) else None
+        lowest_kept = min((r for r in range(8) if _matches_rg(pfile, r, flt)), default=None)
+        if lowest_kept is None:
+            assert all(o >= rg_bytes(md, 7)[1] for o, _ in rec.reads())  # only the tail
+        else:
+            assert first >= rg_bytes(md, lowest_kept)[0]
+    # With row groups named as well: the filter applies within them.
+    flt = [("id", ">=", 1234)]
+    want = pq.ParquetFile(pfile).read_row_groups([3, 1]).filter(pq.filters_to_expression(flt))
+    assert cpq.read_table(pfile, filters=flt, row_groups=[3, 1]).equals(want)
+
+
+def _matches_rg(path, r, flt):
+    t = pq.ParquetFile(path).read_row_group(r)
+    expr = pq.filters_to_expression(flt) if isinstance(flt, list) else flt
+    return len(t.filter(expr)) > 0
+
+
+def test_the_window_starts_row_groups_in_order(pfile, monkeypatch):
+    """With a window of one byte, row group k+1's reads start only after
+    row group k's have ended; the table is the same."""
+    monkeypatch.setattr(eager, "WINDOW", 1)
+    md = pq.read_metadata(pfile)
+    rec = Recorder(pfile)
+    with rec.source() as src:
+        got = cpq.read_table(src, columns=["id", "s"])
+    assert got.equals(pq.read_table(pfile, columns=["id", "s"]))
+    bounds = [rg_bytes(md, r) for r in range(8)]
+
+    def rg_of(o):
+        return next((r for r, (lo, hi) in enumerate(bounds) if lo <= o < hi), None)
+    seen_end, order = set(), []
+    for kind, o, _ in rec.events:
+        r = rg_of(o)
+        if r is None:
+            continue
+        if kind == "start":
+            assert r == 0 or r - 1 in seen_end, f"row group {r} started before {r - 1} ended"
+            if not order or order[-1] != r:
+                order.append(r)
+        else:
+            seen_end.add(r)
+    assert order == list(range(8))
+
+
+def test_coalesce_options_reach_the_source(pfile, server):
+    """coalesce_hole merges a row group's chunks of ["id", "l"] across the
+    columns between them; coalesce_hole=0 leaves one request per chunk."""
+    data = open(pfile, "rb").read()
+    server.files["/e.parquet"] = data
+    url = server.url + "/e.parquet"
+    want = pq.read_table(pfile, columns=["id", "l"])
+    counts = {}
+    for hole in (0, 1 << 20):
+        server.reset()
+        got = cpq.read_table(url, columns=["id", "l"], coalesce_hole=hole, coalesce_max=64 << 20)
+        assert got.equals(want)
+        counts[hole] = server.range_requests
+    assert counts[1 << 20] < counts[0]
+    with colio.source(pfile) as src, pytest.raises(TypeError, match="coalesce"):
+        cpq.read_table(src, coalesce_hole=0)
+
+
+def test_plan_pads_and_stops_at_the_tail(pfile):
+    md = pq.read_metadata(pfile)
+    last = rg_bytes(md, 7)[1]
+    reads = eager.plan(md, range(md.num_columns), range(8), last, 0, 1 << 30)
+    for r, rs in reads.items():
+        lo, hi = rg_bytes(md, r)
+        assert rs[0][0] == lo and rs[-1][0] + rs[-1][1] == min(hi + eager.PAD, last)

@@ -15,9 +15,14 @@ answer. Methods:
 
 Each method's object is checked once (a SHA-256 of the stored file against
 the generator's bytes) before it is timed. The ideal for colio is
-ceil(parts / parts in flight) x latency + the bytes' transfer time (the
-0 ms median of colio, which is that transfer). The notes name the server's
-request count and peak requests in flight for one write of each method.
+ceil(parts / parts in flight) x latency + the bytes' transfer time. The
+transfer is measured in the same rounds: a second server with no latency
+runs beside the one with latency, and colio's write to it is one more
+method of the interleave, so a change of the machine's speed between runs
+(the page cache's writeback, other work) moves both alike. The servers keep
+their files in /dev/shm where it has room, so that the disk is not what is
+measured. The notes name the server's request count and peak requests in
+flight for one write of each method.
 
     python bench/run.py --only 9 [--quick]
 """
@@ -29,7 +34,9 @@ import io
 import json
 import math
 import os
+import shutil
 import subprocess
+import tempfile
 import urllib.request
 
 import numpy as np
@@ -135,63 +142,90 @@ def run(cfg, tmp, bench):
     chunks = [mv[a:b] for a, b in zip(edges, edges[1:])]
     rounds = 2 if quick else 3
     latencies = [0, 0.020] if quick else [0, 0.005, 0.020]
-    d = os.path.join(tmp, "s3write")
+    d = tempfile.mkdtemp(prefix="colio-bench-s3write-", dir=_server_root(tmp, size))
     os.makedirs(os.path.join(d, BUCKET), exist_ok=True)
     bench.log(f"[9] S3 writes: {size / MiB:.0f} MiB as {NCHUNKS} chunks")
     part = int(os.environ.get("COLIO_S3_PART_SIZE") or 8 * MiB)
     inflight = max(1, min(int(os.environ.get("COLIO_REMOTE_MAX_IN_FLIGHT") or 256),
                           int(os.environ.get("COLIO_S3_BUFFER_SIZE") or 512 * MiB) // part))
     parts = math.ceil(size / part)
-    out, transfer = [], None
-    for lat in latencies:
-        srv = Server(d, lat)
-        try:
-            fns, errors, notes = {}, {}, []
-            for name, maker in METHODS.items():
-                try:
-                    fn = maker(srv.endpoint)
-                    key = "check-" + name.split()[0]
-                    srv.stats(reset=True)
-                    fn(key, data, chunks)
-                    st = srv.stats()
-                    path = os.path.join(d, BUCKET, key)
-                    with open(path, "rb") as f:
-                        got = hashlib.file_digest(f, "sha256").hexdigest()
-                    os.unlink(path)
-                    if got != want:
-                        raise AssertionError("the stored object differs from the bytes written")
-                    notes.append(f"{name} {st['requests']} requests, peak {st['peak_in_flight']}")
-                    fns[name] = fn
-                except Exception as e:  # noqa: BLE001 - a failing peer is reported
-                    if name.startswith("colio"):
-                        raise
-                    errors[name] = f"{type(e).__name__}: {str(e).strip()[:300]}"
-                    bench.log(f"[9] {name}: {errors[name]}")
-
-            def timed(name, fn):
-                def one():
-                    key = "timed-" + name.split()[0]
-                    t = bench.timed(lambda: fn(key, data, chunks))
-                    try:
-                        os.unlink(os.path.join(d, BUCKET, key))
-                    except FileNotFoundError:
-                        pass
-                    return t
-                return one
-            bench.log(f"[9] {lat * 1e3:g} ms: {len(fns)} methods x {rounds} rounds")
-            s = bench.interleave({k: timed(k, fn) for k, fn in fns.items()}, rounds)
-            col = "colio.sink write_async"
-            med = sorted(s[col])[len(s[col]) // 2]
-            if lat == 0:
-                transfer = med
-            ideal = math.ceil(parts / inflight) * lat + transfer if transfer else None
-            note = "; ".join(notes) + f"; ideal = ceil({parts} parts / {inflight} in flight) x latency + 0 ms time"
-            bench.log(f"[9] {lat * 1e3:g} ms: {note}")
-            peers = {k: k for k in fns if k != col}
-            out.append(bench.case(9, "S3 writes: 1 GiB as 228 chunks" if not quick else
-                                  "S3 writes: 128 MiB as 228 chunks", f"{lat * 1e3:g} ms per request",
-                                  col, peers, s, nbytes=size, ideal=ideal if lat else None,
-                                  errors=errors, note=note))
-        finally:
-            srv.close()
+    out = []
+    try:
+        for lat in latencies:
+            out.append(_at_latency(bench, d, lat, data, chunks, want, size, rounds, parts, inflight))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
     return out
+
+
+def _server_root(tmp, size):
+    """/dev/shm when it can hold a few copies of the object (parts, the
+    assembled object, a second method's), else the benchmark's tmp."""
+    try:
+        st = os.statvfs("/dev/shm")
+        if st.f_bavail * st.f_frsize > 4 * size:
+            return "/dev/shm"
+    except OSError:
+        pass
+    return tmp
+
+
+def _at_latency(bench, d, lat, data, chunks, want, size, rounds, parts, inflight):
+    COL, REF = "colio.sink write_async", "colio, 0 ms server (transfer)"
+    srv = Server(d, lat)
+    ref = Server(d, 0) if lat else None
+    try:
+        fns, errors, notes = {}, {}, []
+        for name, maker in METHODS.items():
+            try:
+                fn = maker(srv.endpoint)
+                key = "check-" + name.split()[0]
+                srv.stats(reset=True)
+                fn(key, data, chunks)
+                st = srv.stats()
+                path = os.path.join(d, BUCKET, key)
+                with open(path, "rb") as f:
+                    got = hashlib.file_digest(f, "sha256").hexdigest()
+                os.unlink(path)
+                if got != want:
+                    raise AssertionError("the stored object differs from the bytes written")
+                notes.append(f"{name} {st['requests']} requests, peak {st['peak_in_flight']}")
+                fns[name] = fn
+            except Exception as e:  # noqa: BLE001 - a failing peer is reported
+                if name.startswith("colio"):
+                    raise
+                errors[name] = f"{type(e).__name__}: {str(e).strip()[:300]}"
+                bench.log(f"[9] {name}: {errors[name]}")
+
+        def timed(name, fn):
+            def one():
+                key = "timed-" + name.split()[0]
+                t = bench.timed(lambda: fn(key, data, chunks))
+                try:
+                    os.unlink(os.path.join(d, BUCKET, key))
+                except FileNotFoundError:
+                    pass
+                return t
+            return one
+        methods = {k: timed(k, fn) for k, fn in fns.items()}
+        if ref is not None:
+            methods[REF] = timed(REF, _colio(ref.endpoint))
+        bench.log(f"[9] {lat * 1e3:g} ms: {len(methods)} methods x {rounds} rounds")
+        s = bench.interleave(methods, rounds)
+        ideal, note = None, "; ".join(notes)
+        if ref is not None:
+            transfer = s.pop(REF)
+            med = sorted(transfer)[len(transfer) // 2]
+            ideal = math.ceil(parts / inflight) * lat + med
+            note += (f"; ideal = ceil({parts} parts / {inflight} in flight) x latency + "
+                     f"{med * 1e3:.0f} ms transfer (colio to a 0 ms server, in the same "
+                     f"rounds: {', '.join(f'{t * 1e3:.0f}' for t in transfer)} ms)")
+        bench.log(f"[9] {lat * 1e3:g} ms: {note}")
+        peers = {k: k for k in fns if k != COL}
+        return bench.case(9, f"S3 writes: {size // MiB} MiB as {NCHUNKS} chunks",
+                          f"{lat * 1e3:g} ms per request", COL, peers, s, nbytes=size,
+                          ideal=ideal, errors=errors, note=note)
+    finally:
+        srv.close()
+        if ref is not None:
+            ref.close()

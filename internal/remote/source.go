@@ -32,6 +32,8 @@ type Source struct {
 
 	root  context.Context // cancelled by Abort: every request derives from it
 	abort context.CancelCauseFunc
+
+	meter meter // time to first byte and throughput (measure.go)
 }
 
 var _ source.Source = (*Source)(nil)
@@ -108,8 +110,9 @@ func (s *Source) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	}
 	done := 0
 	for attempt := 1; ; attempt++ {
-		n, err := s.get(ctx, p[done:], off+int64(done), false)
-		done += n
+		one := [1]source.Piece{{Buf: p[done:]}}
+		n, err := s.get(ctx, one[:], off+int64(done), int64(len(p)-done), false)
+		done += int(n)
 		if err == nil {
 			return done, nil
 		}
@@ -142,7 +145,7 @@ func (s *Source) stat(ctx context.Context) error {
 	}
 	var one [1]byte
 	for attempt = 1; ; attempt++ {
-		_, err = s.get(ctx, one[:], 0, true)
+		_, err = s.get(ctx, []source.Piece{{Buf: one[:]}}, 0, 1, true)
 		if err == nil || attempt >= s.opt.Retries || !retryable(err) || !s.backoff(ctx, attempt, err) {
 			break
 		}
@@ -183,29 +186,32 @@ func (s *Source) head(ctx context.Context) error {
 	return nil
 }
 
-// get runs one GET of len(p) bytes at off into p. With probe it is the
-// size probe of stat: any length is taken, and an empty object (416 with
-// "bytes */0") is size 0.
-func (s *Source) get(ctx context.Context, p []byte, off int64, probe bool) (int, error) {
+// get runs one GET of want bytes at off, its body streamed through
+// pieces in order (ReadAt passes one, ReadScatter those of a coalesced
+// request, holes included), and returns the bytes consumed. With probe
+// it is the size probe of stat: any length is taken, and an empty object
+// (416 with "bytes */0") is size 0.
+func (s *Source) get(ctx context.Context, pieces []source.Piece, off, want int64, probe bool) (int64, error) {
 	actx, cancel := s.attemptCtx(ctx)
 	defer cancel()
 	req, err := s.request(actx, http.MethodGet)
 	if err != nil {
 		return 0, err
 	}
-	req.Header.Set("Range", rangeHeader(off, int64(len(p))))
+	req.Header.Set("Range", rangeHeader(off, want))
 	s.preconditions(req)
 	if s.sign != nil {
 		if err := s.sign(actx, req); err != nil {
 			return 0, err
 		}
 	}
+	t0 := time.Now()
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return 0, causeOf(actx, err)
 	}
 	defer resp.Body.Close()
-	want := int64(len(p))
+	t1 := time.Now()
 	switch {
 	case probe && resp.StatusCode == http.StatusRequestedRangeNotSatisfiable:
 		cr, err := parseContentRange(resp.Header.Get("Content-Range"))
@@ -254,24 +260,42 @@ func (s *Source) get(ctx context.Context, p []byte, off int64, probe bool) (int,
 		return 0, &protocolError{"a body of " + strconv.FormatInt(resp.ContentLength, 10) + " bytes for " +
 			rangeHeader(off, want) + " (" + strconv.FormatInt(want, 10) + " bytes)"}
 	}
-	n, err := s.readBody(actx, resp.Body, p[:want])
+	n, err := s.readBody(actx, resp.Body, pieces, want)
 	if err != nil {
 		return n, causeOf(actx, err)
 	}
 	if probe {
 		return 0, nil
 	}
+	s.meter.record(t1.Sub(t0), n, time.Since(t1))
 	return n, nil
 }
 
-// readBody reads the body straight into p, resetting the idle timer at
-// every read, and checks that the body ends there.
-func (s *Source) readBody(actx context.Context, body io.Reader, p []byte) (int, error) {
+// readBody reads want bytes of the body through pieces: straight into
+// their buffers, the holes into a small discard buffer, resetting the idle
+// timer at every read; then it checks that the body ends there.
+func (s *Source) readBody(actx context.Context, body io.Reader, pieces []source.Piece, want int64) (int64, error) {
 	idle := time.AfterFunc(s.opt.IdleTimeout, func() { cancelOf(actx)(errIdle) })
 	defer idle.Stop()
-	n, err := io.ReadFull(idleReader{body, idle, s.opt.IdleTimeout}, p)
-	if err != nil {
-		return n, err
+	var r io.Reader = idleReader{body, idle, s.opt.IdleTimeout} // converted once, not per piece
+	var n int64
+	for _, pc := range pieces {
+		if n >= want {
+			break
+		}
+		var m int64
+		var err error
+		if pc.Buf != nil {
+			var k int
+			k, err = io.ReadFull(r, pc.Buf[:min(int64(len(pc.Buf)), want-n)])
+			m = int64(k)
+		} else {
+			m, err = discard(r, min(pc.Skip, want-n))
+		}
+		n += m
+		if err != nil {
+			return n, err
+		}
 	}
 	var one [1]byte
 	if m, _ := body.Read(one[:]); m > 0 {

@@ -32,6 +32,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 )
 
 // Options configure a Server.
@@ -72,6 +74,9 @@ type Server struct {
 	done chan struct{}
 
 	up uploads // S3 writes (write.go)
+
+	signerOnce sync.Once
+	signer     *v4.Signer // verifies SigV4 (s3.go)
 }
 
 // New returns a server (a handler) for opt.

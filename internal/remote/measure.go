@@ -1,0 +1,85 @@
+package remote
+
+import (
+	"sync"
+	"time"
+
+	"github.com/colio-dev/colio/internal/source"
+)
+
+// The engine sizes the hole it coalesces ranges across from a source's
+// latency and throughput (engine/coalesce.go, autoHole). From outside it
+// can only time whole calls; the source sees each answer's parts apart:
+// the time to the response headers (the round trip and the server's
+// latency) and the rate of the body after them.
+
+var _ source.Measurer = (*Source)(nil)
+
+// minRateBody is the smallest body whose rate is believed: below it the
+// body arrives with the headers and its time says nothing.
+const minRateBody = 256 << 10
+
+// meterWindow is how many answers a measurement stands for: the estimate
+// is the best of the last one to two windows, so it follows a server that
+// slows down or speeds up within a few hundred requests.
+const meterWindow = 64
+
+type meter struct {
+	mu                 sync.Mutex
+	n, nRate           int           // answers and rated bodies in the current window
+	ttfb, prevTTFB     time.Duration // the shortest time to first byte: now and last window
+	rate, prevRate     float64       // the best body rate (bytes/s): now and last window
+	haveTTFB, haveRate bool
+}
+
+// record is one answer: d to its headers, then n body bytes in body.
+func (m *meter) record(d time.Duration, n int64, body time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.n == 0 || d < m.ttfb {
+		m.ttfb = d
+	}
+	m.n++
+	if m.n == meterWindow {
+		m.prevTTFB, m.n, m.haveTTFB = m.ttfb, 0, true
+	}
+	if n < minRateBody || body <= 0 {
+		return
+	}
+	r := float64(n) / body.Seconds()
+	if m.nRate == 0 || r > m.rate {
+		m.rate = r
+	}
+	m.nRate++
+	if m.nRate == meterWindow/4 {
+		m.prevRate, m.nRate, m.haveRate = m.rate, 0, true
+	}
+}
+
+// Measured returns the time to first byte and the body rate seen over the
+// recent answers (rate 0 until a body was large enough to tell); ok is
+// false before the first answer.
+func (s *Source) Measured() (firstByte time.Duration, bytesPerSecond float64, ok bool) {
+	m := &s.meter
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case m.n > 0 && m.haveTTFB:
+		firstByte = min(m.ttfb, m.prevTTFB)
+	case m.n > 0:
+		firstByte = m.ttfb
+	case m.haveTTFB:
+		firstByte = m.prevTTFB
+	default:
+		return 0, 0, false
+	}
+	switch {
+	case m.nRate > 0 && m.haveRate:
+		bytesPerSecond = max(m.rate, m.prevRate)
+	case m.nRate > 0:
+		bytesPerSecond = m.rate
+	case m.haveRate:
+		bytesPerSecond = m.prevRate
+	}
+	return firstByte, bytesPerSecond, true
+}

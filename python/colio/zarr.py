@@ -20,6 +20,8 @@ compare them.
 from __future__ import annotations
 
 import asyncio
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 from zarr.storage import FsspecStore
@@ -28,6 +30,23 @@ from zarr.storage._fsspec import _dereference_path
 from .fsspec import ColioFileSystem, _as_bytes, _range
 
 __all__ = ["Store"]
+
+# Threads that open sources for chunks not yet open (an open waits on the
+# network: a HEAD). asyncio's default executor has min(32, cores + 4) of
+# them, 6 on 2 cores, which capped a zarr read at 6 requests in flight
+# whatever async.concurrency said; an idle thread costs only its stack.
+_OPEN_THREADS = 64
+_opener = None
+_opener_lock = threading.Lock()
+
+
+def _open_pool() -> ThreadPoolExecutor:
+    global _opener
+    if _opener is None:
+        with _opener_lock:
+            if _opener is None:
+                _opener = ThreadPoolExecutor(_OPEN_THREADS, thread_name_prefix="colio-zarr-open")
+    return _opener
 
 
 def _start_end(byte_range):
@@ -68,7 +87,7 @@ class Store(FsspecStore):
         cfs = self.colio_fs
         e = cfs._sources.acquire_cached(path, cfs._token(path))
         if e is None:  # an open may wait on the network: not on the loop
-            e = await asyncio.to_thread(cfs._lease, path)
+            e = await asyncio.get_running_loop().run_in_executor(_open_pool(), cfs._lease, path)
         return e
 
     async def _read(self, paths_ranges):

@@ -70,6 +70,9 @@ class RangeServer(ThreadingHTTPServer):
             self.full_requests = 0
             self.in_flight = 0
             self.peak_in_flight = 0
+            self.head_delay = 0.0  # seconds before each HEAD answer
+            self.heads_in_flight = 0
+            self.peak_heads_in_flight = 0
 
     @property
     def url(self):
@@ -86,6 +89,14 @@ class _Handler(BaseHTTPRequestHandler):
         return self.server.files.get(self.path.split("?", 1)[0])
 
     def do_HEAD(self):
+        srv = self.server
+        if srv.head_delay:
+            with srv.lock:
+                srv.heads_in_flight += 1
+                srv.peak_heads_in_flight = max(srv.peak_heads_in_flight, srv.heads_in_flight)
+            time.sleep(srv.head_delay)
+            with srv.lock:
+                srv.heads_in_flight -= 1
         data = self._file()
         if data is None:
             self.send_error(404)

@@ -84,3 +84,28 @@ def test_store_writes_go_to_the_target(tmp_path):
     want = np.arange(30)
     want[5:9] = -1
     np.testing.assert_array_equal(got, want)
+
+
+def test_store_opens_chunks_as_concurrently_as_zarr_asks(tmp_path, server):
+    """Each chunk is its own object, so each get opens a source (a blocking
+    call, run off the event loop). Before, the opens ran on asyncio's
+    default executor, min(32, cores + 4) threads: 6 here, so a read with
+    async.concurrency=32 had at most 6 requests in flight."""
+    root = tmp_path / "c.zarr"
+    rng = np.random.default_rng(3)
+    want = rng.random((64, 16))
+    a = zarr.create_array(str(root), shape=(64, 16), chunks=(1, 16), dtype="f8")
+    a[:] = want
+    for d, _, files in os.walk(root):
+        for f in files:
+            p = os.path.join(d, f)
+            with open(p, "rb") as fh:
+                server.files["/zc/" + os.path.relpath(p, tmp_path)] = fh.read()
+    server.reset()
+    server.delay = server.head_delay = 0.05
+    with zarr.config.set({"async.concurrency": 32}):
+        got = zarr.open_array(colio.zarr.Store(server.url + "/zc/c.zarr", read_only=True),
+                              mode="r")[:]
+    np.testing.assert_array_equal(got, want)
+    assert server.peak_heads_in_flight >= 16, server.peak_heads_in_flight
+    assert server.peak_in_flight >= 16, server.peak_in_flight

@@ -41,6 +41,13 @@
 // for the bytes still missing. Refused connections and unknown hosts fail
 // at once. Closing the source aborts its requests in flight.
 //
+// Coalesced fan-outs come to the source as one contiguous range and the
+// layout of its body (source.Scatterer): one GET streams it into the
+// callers' buffers and drops the holes' bytes, so merging ranges costs
+// neither a scratch buffer nor a copy. The source times each answer's
+// headers and body apart (source.Measurer), which the engine's hole is
+// derived from (scatter.go, measure.go).
+//
 // S3 uses the SDK only for what must not be hand-written: the SigV4
 // signer and the credential chain (config.LoadDefaultConfig). Errors name
 // the URL without credentials or query signatures, the HTTP status and

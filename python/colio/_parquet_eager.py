@@ -72,11 +72,16 @@ class Fetch:
         # From pyarrow's memory pool, which keeps freed memory for the next
         # allocation: fresh pages cost the kernel's zeroing on first touch,
         # measured at 80-400 ms for 200 MB here, more than the transfer.
+        # (It maps without reserving: a file larger than memory is fine
+        # when what is fetched of it fits.)
         self.mem = pa.allocate_buffer(max(size, 1))
         self._view = memoryview(self.mem).cast("B")
         self._view[tail_off:size] = tail
         self._src, self._window = src, window
         self._order = list(reads.items())
+        # Completions start later row groups only where the window holds
+        # back some; otherwise no callback is needed.
+        self._bounded = sum(n for rs in reads.values() for _, n in rs) > window
         self._next = 0            # the next row group of _order to start
         self._flight = 0          # bytes started and not yet done
         self._error = None        # a failed start (on a completion's thread)
@@ -107,8 +112,9 @@ class Fetch:
             with self._cv:
                 self.futures[r] = futs
                 self._cv.notify_all()
-            for f, (_, n) in zip(futs, rs):
-                f.add_done_callback(lambda f, n=n: self._done(n))
+            if self._bounded:
+                for f, (_, n) in zip(futs, rs):
+                    f.add_done_callback(lambda f, n=n: self._done(n))
 
     def _done(self, n) -> None:
         with self._cv:
@@ -213,9 +219,9 @@ def _prune(tail_off, tail, size, md, rgs, expr):
     import pyarrow.dataset as ds
     # A fragment over a buffer that holds only the footer: it reads
     # nothing else to apply statistics.
-    buf = bytearray(size)  # calloc: only the tail's pages are touched
-    buf[tail_off:size] = tail
-    frag = ds.ParquetFileFormat().make_fragment(pa.BufferReader(pa.py_buffer(buf)))
+    buf = pa.allocate_buffer(max(size, 1))  # only the tail's pages are touched
+    memoryview(buf).cast("B")[tail_off:size] = tail
+    frag = ds.ParquetFileFormat().make_fragment(pa.BufferReader(buf))
     frag = frag.subset(row_group_ids=sorted(set(rgs)))
     keep = {g.id for g in frag.subset(filter=expr).row_groups}
     return [r for r in rgs if r in keep]

@@ -1,6 +1,8 @@
 /*
  * api_work.c: queued sources, whose parts the caller's own threads run
- * (colio_source_from_queue, colio_work_take, colio_work_done).
+ * (colio_source_from_queue, colio_work_take, colio_work_done,
+ * colio_work_next), and reads whose end those threads are told of
+ * (colio_read_async_tagged, colio_work_step).
  *
  * A thread that took a part and has not handed it back is "working". If it
  * then waits on a colio future (its callback reads through colio and
@@ -85,4 +87,56 @@ int colioi_work_wait_begin(int64_t timeout_ns) {
 void colioi_work_wait_end(int began) {
   if (began)
     colioGoWorkBlocked(-1);
+}
+
+int colio_read_async_tagged(colio_source *src, void *buf, int64_t size, int64_t offset,
+                            uint64_t tag, colio_future **out) {
+  COLIOI_ENTER("colio_read_async_tagged");
+  COLIOI_NEED("colio_read_async_tagged", out);
+  *out = NULL;
+  uintptr_t tok = 0;
+  int rc = colioGoReadAsyncTagged((uintptr_t)src, buf, size, offset, tag, &tok,
+                                  colioi_tls_level);
+  if (rc == COLIO_OK)
+    *out = (colio_future *)tok;
+  return rc;
+}
+
+int colio_work_step(int64_t token, int64_t result, int64_t timeout_ns, colio_work *out,
+                    colio_work_note *notes, int64_t max_notes, int64_t *nnotes) {
+  COLIOI_ENTER("colio_work_step");
+  COLIOI_NEED("colio_work_step", out);
+  COLIOI_NEED("colio_work_step", nnotes);
+  *nnotes = 0;
+  memset(out, 0, sizeof *out);
+  if (max_notes < 0 || (max_notes > 0 && notes == NULL))
+    return colioi_fail(COLIO_EINVAL, "colio_work_step: max_notes %lld needs notes to hold them",
+                       (long long)max_notes);
+  if (token) {
+    int rc = colio_work_done(token, result);
+    if (rc != COLIO_OK)
+      return rc;
+  }
+  if (working)
+    return colioi_fail(COLIO_EINVAL, "colio_work_step: this thread has a part it has not "
+                                     "handed back");
+  uintptr_t ctx = 0;
+  void *buf = NULL;
+  int64_t size = 0, offset = 0, tok = 0, taken = 0;
+  int level = 0;
+  int rc = colioGoWorkStep(timeout_ns, notes, max_notes, nnotes, &ctx, &buf, &size, &offset,
+                           &tok, &taken, &level);
+  if (rc != COLIO_OK || tok == 0)
+    return rc;
+  out->ctx = (void *)ctx;
+  out->buf = buf;
+  out->size = size;
+  out->offset = offset;
+  out->token = tok;
+  out->out = taken;
+  working = 1;
+  level_before = colioi_tls_level;
+  if (level > colioi_tls_level)
+    colioi_tls_level = level;
+  return COLIO_OK;
 }

@@ -246,6 +246,35 @@ int colio_work_done(int64_t token, int64_t result);
  * once per part instead of twice. */
 int colio_work_next(int64_t token, int64_t result, int64_t timeout_ns, colio_work *out);
 
+/* A read of a queued source whose end goes to the workers instead of the
+ * notifier: when the future ends, the next colio_work_step hands out a
+ * note with tag, so a runtime with a global lock completes its own future
+ * on the worker that already holds it, with no other thread entering it.
+ * Register no callback on such a future (colio_future_on_done). The
+ * future and its wait, cancel and free are as for colio_read_async.
+ * COLIO_EINVAL for a source not made by colio_source_from_queue. */
+int colio_read_async_tagged(colio_source *src, void *buf, int64_t size, int64_t offset,
+                            uint64_t tag, colio_future **out);
+
+/* The end of a read made with colio_read_async_tagged. The library has
+ * freed future already when status is COLIO_OK or COLIO_ECANCELLED; any
+ * other status leaves it valid for colio_future_error, and the caller
+ * frees it. */
+typedef struct colio_work_note {
+  uint64_t tag;
+  colio_future *future;
+  int64_t nbytes;
+  int status;
+} colio_work_note;
+
+/* colio_work_next that also collects up to max_notes notes into notes
+ * (*nnotes of them). With notes collected it does not wait for a part:
+ * COLIO_OK with out->token 0 when it took none. COLIO_ETIMEDOUT and
+ * COLIO_ECLOSED (only once no note is left) as for colio_work_take, with
+ * no note collected. */
+int colio_work_step(int64_t token, int64_t result, int64_t timeout_ns, colio_work *out,
+                    colio_work_note *notes, int64_t max_notes, int64_t *nnotes);
+
 /* Opens a remote object: url is http://, https:// (a presigned URL too) or
  * s3://bucket/key. options is NULL or a NULL-terminated array of
  * "key=value" C strings; an unknown key or a bad value is COLIO_EINVAL

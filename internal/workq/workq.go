@@ -63,6 +63,7 @@ type Queue struct {
 	wake    chan struct{}   // closed and replaced on a change every taker must see
 	waiters []chan struct{} // takers waiting for a job, woken one per job
 	jobs    []*Job
+	notes   []Note // ended operations for the workers' runtime (notes.go)
 	taken   map[uint64]*Job
 	next    uint64
 	blocked int
@@ -219,9 +220,9 @@ func (q *Queue) forget(mine chan struct{}) {
 			return
 		}
 	}
-	// Signalled: if the job it was woken for is still there (taken by
-	// nobody), wake another.
-	if len(q.jobs) > 0 {
+	// Signalled: if the job or note it was woken for is still there
+	// (taken by nobody), wake another.
+	if len(q.jobs) > 0 || len(q.notes) > 0 {
 		q.signalLocked()
 	}
 	q.mu.Unlock()

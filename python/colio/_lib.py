@@ -132,6 +132,15 @@ class Work(Structure):  # a queued part for a Python worker (colio._workers)
     ]
 
 
+class WorkNote(Structure):  # the end of a tagged read, for a Python worker (colio._work_futures)
+    _fields_ = [
+        ("tag", ctypes.c_uint64),
+        ("future", c_void_p),
+        ("nbytes", c_int64),
+        ("status", c_int),
+    ]
+
+
 class CqEntry(Structure):  # one completed range of a batch (colio._batch)
     _fields_ = [
         ("ctx", ctypes.c_uint64),
@@ -187,6 +196,7 @@ STRUCTS = {
     "colio_range": Range,
     "colio_cq_entry": CqEntry,
     "colio_work": Work,
+    "colio_work_note": WorkNote,
     "ArrowSchema": ArrowSchema,
     "ArrowArray": ArrowArray,
 }
@@ -217,6 +227,10 @@ FUNCTIONS = {
     "colio_work_take": (c_int, [c_int64, POINTER(Work)]),
     "colio_work_done": (c_int, [c_int64, c_int64]),
     "colio_work_next": (c_int, [c_int64, c_int64, c_int64, POINTER(Work)]),
+    "colio_work_step": (c_int, [c_int64, c_int64, c_int64, POINTER(Work), POINTER(WorkNote),
+                                c_int64, _p_i64]),
+    "colio_read_async_tagged": (c_int, [handle_p, c_void_p, c_int64, c_int64, ctypes.c_uint64,
+                                        _p_handle]),
     "colio_source_open_url": (c_int, [c_char_p, POINTER(c_char_p), _p_handle]),
     "colio_source_size": (c_int, [handle_p, _p_i64]),
     "colio_source_free": (c_int, [handle_p]),

@@ -187,6 +187,8 @@ class Source(Handle):
         F = _future or _fut()
         if n <= _lib.inline_read_max and self.kind in _INLINE_KINDS:
             return self._read_inline(F, L, pin, addr, n, offset)
+        if self._work_read is not None:  # a queued source: its workers complete the future
+            return self._work_read(self, L, pin, addr, n, offset)
         if F._to_free:
             F._drain_free(L)
         h = c_void_p()
@@ -400,6 +402,7 @@ class Source(Handle):
         self._handle = self._loop = None
 
     _work_key = None      # queued sources: their ctx for colio._workers
+    _work_read = None     # queued sources: colio._work_futures.read_async
 
     def _after_close(self) -> None:
         if self._loop is not None:
@@ -644,6 +647,7 @@ def _queued_source(L, cb, size, concurrent, kind, description, name, keep) -> So
     src = Source(h.value, kind, description, keep=(cb,) + tuple(keep), name=name)
     src._keep_errors = True
     src._work_key = key
+    src._work_read = _workers._work_futures.read_async
     cb.source_ref = weakref.ref(src)
     _workers.start(L)
     return src

@@ -5,9 +5,10 @@ by colio's Go threads calling into Python through ctypes: those threads
 took the GIL in a convoy (84,568 context switches against 1,464 for 200
 reads, BENCHMARKS.md). The library queues each part of such a read at call
 time (``colio_source_from_queue``), and the long-lived Python threads here
-take parts with one blocking C call (``colio_work_take``, the GIL released
-while it waits), run the callable, and hand the result back
-(``colio_work_done``).
+take parts with one blocking C call (``colio_work_step``, the GIL released
+while it waits), run the callable, and hand the result back in the next
+such call, which also takes the next part and tells of the reads that
+ended: the worker completes their futures itself (``_work_futures``).
 
 How many parts run at once is the engine setting ``python_workers``
 (``COLIO_PYTHON_WORKERS``, ``colio.set_config(python_workers=...)``). The
@@ -27,7 +28,7 @@ import os
 import threading
 import time
 
-from . import _lib
+from . import _lib, _work_futures
 
 # Takes wait in slices so that a thread notices a fork or a stop request.
 _TAKE_NS = 1_000_000_000
@@ -38,6 +39,8 @@ _MAX_NESTING = 64
 _EAGER = 16
 # Closing the last source waits this long for the threads to exit.
 _JOIN_S = 10.0
+# Notes (ended reads) one step collects at most.
+_NOTES = 64
 
 _lock = threading.RLock()  # re-entrant: a source collected while it is held closes through unregister
 _threads: set = set()
@@ -95,21 +98,49 @@ def _more(L, out: int) -> None:
             _spawn_locked()
 
 
+def _poll_step(L):
+    """colio_work_step called with the GIL held, for polls (timeout 0).
+
+    Releasing the GIL for a call that returns in a microsecond costs more
+    than the call: the worker must take the GIL back before it can run the
+    part it took, and while it runs callables back to back the other
+    threads that wake to take it (other workers, the reader) wait for the
+    5 ms switch interval. A poll never blocks: the queue's lock is held
+    only for list updates, no lock of it is held while anything calls
+    into Python, and completing a future only posts to the notifier's
+    unbounded queue. Waits (a timeout) go through L, GIL released."""
+    fn = ctypes.PyDLL(L.path, handle=L.dll._handle).colio_work_step
+    fn.restype, fn.argtypes = _lib.FUNCTIONS["colio_work_step"]
+    return fn
+
+
 def _work() -> None:
     L = _lib.L
     w = _lib.Work()
     ref = ctypes.byref(w)
-    # One call hands a part back and takes the next (colio_work_next): one
-    # GIL release per part, not two.
-    step = L.colio_work_next
+    notes = (_lib.WorkNote * _NOTES)()
+    got = ctypes.c_int64(0)
+    got_ref = ctypes.byref(got)
+    # One call hands a part back, collects the ends of reads (their
+    # futures are completed here, see _work_futures) and takes the next
+    # part, without giving up the GIL while parts are queued (poll), and
+    # no other thread takes the GIL to complete a future.
+    step, poll = L.colio_work_step, _poll_step(L)
+    complete = _work_futures.complete
     me = threading.current_thread()
-    ok, closed, forked = _lib.OK, _lib.ECLOSED, _lib.EFORK
+    ok, closed, forked, timedout = _lib.OK, _lib.ECLOSED, _lib.EFORK, _lib.ETIMEDOUT
     callbacks = _callbacks
     token = result = 0
     while True:
-        rc = step(token, result, _TAKE_NS, ref)
+        rc = poll(token, result, 0, ref, notes, _NOTES, got_ref)
         token = 0
+        if rc == timedout:  # nothing queued: wait with the GIL released
+            rc = step(0, 0, _TAKE_NS, ref, notes, _NOTES, got_ref)
+        if got.value:
+            complete(notes, got.value)
         if rc == ok:
+            if not w.token:
+                continue  # only notes
             if len(_threads) <= w.out:
                 _more(L, w.out)  # the next part must find a thread waiting
             run = callbacks.get(w.ctx)

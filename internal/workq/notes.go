@@ -1,0 +1,99 @@
+package workq
+
+import "time"
+
+// Note tells the workers that an operation they serve has ended: a read of
+// a queued source submitted with a tag (colio_read_async_tagged). The
+// workers' runtime completes its own future for it, on the thread that
+// already runs there, instead of colio's notifier thread calling into it
+// (in Python: one more thread taking the GIL per read, which waited for
+// the running worker's 5 ms switch interval).
+type Note struct {
+	Tag    uint64
+	Handle uintptr // the C future; for the binding to free or ask for its error
+	N      int64
+	Err    error
+}
+
+// Post queues a note and wakes one taker. It may be called from any
+// goroutine, with no lock of the queue held.
+func (q *Queue) Post(n Note) {
+	q.mu.Lock()
+	q.notes = append(q.notes, n)
+	q.signalLocked()
+	q.mu.Unlock()
+}
+
+// takeNotesLocked moves up to len(into) notes into into.
+func (q *Queue) takeNotesLocked(into []Note) int {
+	k := copy(into, q.notes)
+	if k == 0 {
+		return 0
+	}
+	left := copy(q.notes, q.notes[k:])
+	clear(q.notes[left:])
+	q.notes = q.notes[:left]
+	if left > 0 {
+		q.signalLocked() // more for another taker
+	}
+	return k
+}
+
+// Step is a worker's turn in one call: it collects up to len(notes) notes
+// and takes a job. With notes collected it does not wait for a job (their
+// futures' owners are waiting); without, it waits as Take does. Work.Token
+// is 0 when no job was taken. ErrNoSources only once no note is left
+// either, so a worker that retires leaves no future uncompleted.
+func (q *Queue) Step(timeout time.Duration, notes []Note) (Work, int, error) {
+	var timer <-chan time.Time
+	got := 0
+	for {
+		q.mu.Lock()
+		got += q.takeNotesLocked(notes[got:])
+		if j := q.popLocked(); j != nil {
+			out := len(q.taken)
+			q.mu.Unlock()
+			if !j.Begin() {
+				q.end(j, false) // its cancelled future may have posted a note: loop
+				continue
+			}
+			return Work{Ctx: j.owner.Ctx, Buf: j.Buf, Off: j.Off, Level: j.Level, Token: j.token, Out: out}, got, nil
+		}
+		if got > 0 {
+			q.mu.Unlock()
+			return Work{}, got, nil
+		}
+		if q.owners == 0 && len(q.taken) == 0 && len(q.notes) == 0 {
+			q.mu.Unlock()
+			return Work{}, 0, ErrNoSources
+		}
+		if timeout == 0 {
+			q.mu.Unlock()
+			return Work{}, 0, ErrTimeout
+		}
+		wake := q.wake
+		mine := make(chan struct{})
+		q.waiters = append(q.waiters, mine)
+		q.mu.Unlock()
+		if timer == nil && timeout > 0 {
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			timer = t.C
+		}
+		select {
+		case <-wake:
+		case <-mine:
+		case <-timer:
+			q.forget(mine)
+			// A note that came with the timer is still collected.
+			q.mu.Lock()
+			got += q.takeNotesLocked(notes[got:])
+			q.mu.Unlock()
+			if got > 0 {
+				return Work{}, got, nil
+			}
+			return Work{}, 0, ErrTimeout
+		}
+		q.forget(mine)
+	}
+}

@@ -1,0 +1,133 @@
+"""Futures of reads of queued sources (``colio.from_callable``, synchronous
+fsspec), completed by the Python workers that run them.
+
+A future made by ``colio_read_async`` completes on colio's notifier: a Go
+thread that calls into Python and takes the GIL. While a worker runs
+callables back to back it holds the GIL and gives it up only for an
+instant in each C call, so that thread waited for the interpreter's 5 ms
+switch interval: 200 reads of 64 KiB finished in 9 ms, half of it
+waiting (bench/callable_fanout.py). Here the read is submitted with
+``colio_read_async_tagged`` (one C call, no callback to register) and its
+end comes back to the workers as a note from ``colio_work_step``, usually
+in the very call that hands back its last part; the worker completes the
+future itself, on the thread that holds the GIL.
+
+Every way a read ends makes a note (done, failed, cancelled before a
+worker took it, failed by close), and the workers do not exit while a note
+is left, so no future is left running. ``result()`` still waits on the C
+future (Ctrl-C, and a nested read frees its worker's place); whichever of
+it and the note pops the future from ``_future._pending`` completes it.
+Done-callbacks do not run on a worker (one that waits on another queued
+read would hold the thread that read needs): a future that has them is
+completed on a thread of its own, as the notifier did.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from collections import deque
+
+from . import _future as F
+from . import _lib
+
+_tls = threading.local()
+
+
+def read_async(src, L, pin, addr: int, n: int, offset: int) -> "F.Future":
+    """Source.read_async of a queued source."""
+    if F._to_free:
+        F._drain_free(L)
+    h = src._h()  # raises ClosedError before anything is registered
+    try:
+        out, ref = _tls.out
+    except AttributeError:
+        out = ctypes.c_void_p()
+        ref = ctypes.byref(out)
+        _tls.out = (out, ref)
+    fut = F.Future()
+    fut._pin = pin
+    fut._addr, fut._size = addr, n
+    fut._owner = src  # a dropped source must not close under its reads
+    key = fut._key = next(F._keys)
+    # Registered before the call: a worker may hand back the only part,
+    # and collect its note, before the call returns.
+    F._pending[key] = fut
+    rc = L.colio_read_async_tagged(h, addr, n, offset, key, ref)
+    if rc:
+        F._pending.pop(key, None)
+        fut._pin = fut._owner = None
+        raise src._error(rc, addr, n)
+    if fut._state == F.RUNNING:  # else a worker completed it, and its C future is freed
+        fut._handle = out.value
+    return fut
+
+
+def complete(notes, k: int) -> None:
+    """On a worker: completes the futures of k notes. Never raises."""
+    pending, ok, cancelled = F._pending, _lib.OK, _lib.ECANCELLED
+    for i in range(k):
+        note = notes[i]
+        st = note.status
+        h = None if st == ok or st == cancelled else note.future  # the library freed the rest
+        fut = pending.pop(note.tag, None)
+        try:
+            if fut is not None:
+                if fut._done_callbacks:
+                    _later(fut, h, st, note.nbytes)
+                    continue
+                if h is None:
+                    fut._handle = None
+                    fut._finish(st, note.nbytes)
+                else:
+                    fut._finish_from_handle(h, st, note.nbytes)
+        except BaseException:  # pragma: no cover - a bug here must not end the worker
+            import traceback
+            traceback.print_exc()
+        if h is not None:
+            F._to_free.append(h)
+
+
+# Futures with done-callbacks, completed on the callback thread.
+_queue: deque = deque()
+_cv = threading.Condition(threading.Lock())
+_thread = None
+
+
+def _later(fut, h, st, nbytes) -> None:
+    global _thread
+    with _cv:
+        _queue.append((fut, h, st, nbytes))
+        if _thread is None or not _thread.is_alive():
+            _thread = threading.Thread(target=_run_later, name="colio-callbacks", daemon=True)
+            _thread.start()
+        _cv.notify()
+
+
+def _run_later() -> None:
+    while True:
+        with _cv:
+            while not _queue:
+                _cv.wait()
+            fut, h, st, nbytes = _queue.popleft()
+        try:
+            if h is None:
+                fut._handle = None
+                fut._finish(st, nbytes)
+            else:
+                fut._finish_from_handle(h, st, nbytes)
+        except BaseException:  # pragma: no cover - a callback's error is the user's
+            import traceback
+            traceback.print_exc()
+        if h is not None:
+            F._to_free.append(h)
+
+
+def _after_fork_in_child() -> None:
+    global _queue, _cv, _thread
+    _queue, _cv, _thread = deque(), threading.Condition(threading.Lock()), None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

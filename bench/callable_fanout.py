@@ -91,3 +91,26 @@ def rows(cfg, R):
     finally:
         pool.shutdown()
     return out
+
+
+def main() -> None:
+    """These rows alone, as workload 2 makes them (``python
+    bench/callable_fanout.py [rounds]``): pool time / colio time as the
+    median of the per-round ratios, and colio against the ideal."""
+    import sys
+    import run as R  # bench/run.py, beside this file
+    cfg = R.Config(quick=False)
+    if len(sys.argv) > 1:
+        cfg.fanout_rounds = int(sys.argv[1])
+    for row in rows(cfg, R):
+        s = row["samples"]
+        c, p = s["colio from_callable"], s["ThreadPoolExecutor(8)"]
+        ratio = statistics.median(b / a for a, b in zip(c, p))
+        print(f"{row['title'].split(', ')[1].split(' (')[0]:>14}  {row['case']:<18} "
+              f"colio {statistics.median(c) * 1e3:7.2f} ms  pool {statistics.median(p) * 1e3:7.2f} ms  "
+              f"pool/colio {ratio:4.2f}  colio/ideal {statistics.median(c) / row['ideal']:4.2f}",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -112,20 +112,21 @@ int colio_work_step(int64_t token, int64_t result, int64_t timeout_ns, colio_wor
   if (max_notes < 0 || (max_notes > 0 && notes == NULL))
     return colioi_fail(COLIO_EINVAL, "colio_work_step: max_notes %lld needs notes to hold them",
                        (long long)max_notes);
-  if (token) {
-    int rc = colio_work_done(token, result);
-    if (rc != COLIO_OK)
-      return rc;
-  }
-  if (working)
+  if (working && !token)
     return colioi_fail(COLIO_EINVAL, "colio_work_step: this thread has a part it has not "
                                      "handed back");
   uintptr_t ctx = 0;
   void *buf = NULL;
   int64_t size = 0, offset = 0, tok = 0, taken = 0;
-  int level = 0;
-  int rc = colioGoWorkStep(timeout_ns, notes, max_notes, nnotes, &ctx, &buf, &size, &offset,
-                           &tok, &taken, &level);
+  int level = 0, handed = 0;
+  /* The hand-back and the next take are one Go call, so the queue leaves
+   * the next part to this thread instead of waking another for it. */
+  int rc = colioGoWorkStep(token, result, &handed, timeout_ns, notes, max_notes, nnotes, &ctx,
+                           &buf, &size, &offset, &tok, &taken, &level);
+  if (handed && working) {
+    working = 0;
+    colioi_tls_level = level_before;
+  }
   if (rc != COLIO_OK || tok == 0)
     return rc;
   out->ctx = (void *)ctx;

@@ -163,7 +163,7 @@ func colioGoReadAsyncTagged(src C.uintptr_t, buf unsafe.Pointer, size, off C.int
 const maxNotes = 16
 
 //export colioGoWorkStep
-func colioGoWorkStep(timeoutNs C.int64_t, notes unsafe.Pointer, max C.int64_t, nnotes *C.int64_t,
+func colioGoWorkStep(back, result C.int64_t, handed *C.int, timeoutNs C.int64_t, notes unsafe.Pointer, max C.int64_t, nnotes *C.int64_t,
 	ctx *C.uintptr_t, buf *unsafe.Pointer, size, off, tok, taken *C.int64_t, level *C.int) (rc C.int) {
 	const name = "colio_work_step"
 	defer recoverInto(name, &rc)
@@ -179,7 +179,29 @@ func colioGoWorkStep(timeoutNs C.int64_t, notes unsafe.Pointer, max C.int64_t, n
 	// without).
 	var stack [maxNotes]workq.Note
 	got := stack[:min(int64(max), maxNotes)]
-	w, k, err := workQueue.Step(d, got)
+	var w workq.Work
+	var k int
+	var err error
+	if back != 0 {
+		j, ok := workQueue.Lookup(uint64(back))
+		if !ok {
+			return invalid(name, "token %d is not a part that was taken and not yet handed back", int64(back))
+		}
+		n := int64(result)
+		var perr error
+		if n < 0 {
+			perr = workError(n, j.Off)
+			n = 0
+		}
+		var handedBack bool
+		w, k, handedBack, err = workQueue.StepAfter(uint64(back), int(n), perr, d, got)
+		if !handedBack {
+			return invalid(name, "token %d is not a part that was taken and not yet handed back", int64(back))
+		}
+		*handed = 1
+	} else {
+		w, k, err = workQueue.Step(d, got)
+	}
 	for err == nil && w.Token != 0 && C.colioi_callbacks_stopped() != 0 {
 		workQueue.Done(w.Token, 0, callbackError("read", -int64(syscall.ECANCELED), w.Off))
 		var more int

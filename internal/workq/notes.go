@@ -20,8 +20,36 @@ type Note struct {
 func (q *Queue) Post(n Note) {
 	q.mu.Lock()
 	q.notes = append(q.notes, n)
-	q.signalLocked()
+	// Usually posted by a worker handing back the read's last part, which
+	// collects it in the same call: waking another taker for it would
+	// wake a thread per read for nothing.
+	if q.handing == 0 {
+		q.signalLocked()
+	}
 	q.mu.Unlock()
+}
+
+// StepAfter hands back the job with token tok (as Done) and then steps:
+// a worker's loop in one call. The next job is left for this worker (no
+// other taker is woken for it or for the notes the hand-back posts).
+// false if tok is not a taken job (nothing is done then).
+func (q *Queue) StepAfter(tok uint64, n int, err error, timeout time.Duration, notes []Note) (Work, int, bool, error) {
+	q.mu.Lock()
+	j, ok := q.taken[tok]
+	if ok {
+		q.handing++
+	}
+	q.mu.Unlock()
+	if !ok {
+		return Work{}, 0, false, nil
+	}
+	q.end(j, true)
+	j.Finish(n, err)
+	q.mu.Lock()
+	q.handing--
+	q.mu.Unlock()
+	w, k, err := q.Step(timeout, notes)
+	return w, k, true, err
 }
 
 // takeNotesLocked moves up to len(into) notes into into.
@@ -84,7 +112,7 @@ func (q *Queue) Step(timeout time.Duration, notes []Note) (Work, int, error) {
 		case <-wake:
 		case <-mine:
 		case <-timer:
-			q.forget(mine)
+			q.forget(mine, true)
 			// A note that came with the timer is still collected.
 			q.mu.Lock()
 			got += q.takeNotesLocked(notes[got:])
@@ -94,6 +122,6 @@ func (q *Queue) Step(timeout time.Duration, notes []Note) (Work, int, error) {
 			}
 			return Work{}, 0, ErrTimeout
 		}
-		q.forget(mine)
+		q.forget(mine, false)
 	}
 }

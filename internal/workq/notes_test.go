@@ -120,3 +120,113 @@ func TestStepDropsCancelledJobsAndCollectsTheirNotes(t *testing.T) {
 	}
 	o.Leave()
 }
+
+// Failed before: with every place taken, a queued job woke an idle taker,
+// which found nothing it could take and passed the wake-up on to the next
+// idle one, in a ring, for as long as the job waited (tens of thousands of
+// wake-ups a second; 9 Python threads switched 7,000 times a second each).
+func TestNoWakeUpsWhileEveryPlaceIsTaken(t *testing.T) {
+	q := New(func() int { return 1 })
+	o := q.Join(1, false)
+	var r rec
+	o.Push(job(&r, 0))
+	w, _, err := q.Step(watchdog, nil)
+	if err != nil || w.Token == 0 {
+		t.Fatalf("first take: %+v %v", w, err)
+	}
+	got := make(chan Work, 3)
+	for i := 0; i < 3; i++ {
+		go func() {
+			w, _, _ := q.Step(watchdog, nil)
+			got <- w
+		}()
+	}
+	waiting := func() int { q.mu.Lock(); defer q.mu.Unlock(); return len(q.waiters) }
+	for deadline := time.Now().Add(watchdog); waiting() < 3; {
+		if time.Now().After(deadline) {
+			t.Fatal("the takers never waited")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	q.mu.Lock()
+	before := q.signals
+	q.mu.Unlock()
+	o.Push(job(&r, 4))
+	time.Sleep(20 * time.Millisecond) // a ring would go round thousands of times meanwhile
+	q.mu.Lock()
+	woken := q.signals - before
+	q.mu.Unlock()
+	if woken != 0 {
+		t.Fatalf("%d wake-ups for a job no taker could take", woken)
+	}
+	// Its place comes free: one taker gets it.
+	q.Done(w.Token, 4, nil)
+	select {
+	case w2 := <-got:
+		if w2.Off != 4 {
+			t.Fatalf("the woken taker got %+v", w2)
+		}
+		q.Done(w2.Token, 4, nil)
+	case <-time.After(watchdog):
+		t.Fatal("no taker got the job once its place was free")
+	}
+	o.Abort()
+	o.Leave()
+	for i := 0; i < 2; i++ {
+		select {
+		case <-got:
+		case <-time.After(watchdog):
+			t.Fatal("the idle takers were not told to retire")
+		}
+	}
+}
+
+func TestStepAfterKeepsTheNextJobForItsWorker(t *testing.T) {
+	q := New(func() int { return 1 })
+	o := q.Join(1, false)
+	var r rec
+	o.Push(job(&r, 0))
+	w, _, err := q.Step(watchdog, nil)
+	if err != nil || w.Token == 0 {
+		t.Fatalf("first take: %+v %v", w, err)
+	}
+	idle := make(chan Work, 1)
+	go func() { w, _, _ := q.Step(watchdog, nil); idle <- w }()
+	for deadline := time.Now().Add(watchdog); ; time.Sleep(time.Millisecond) {
+		q.mu.Lock()
+		n := len(q.waiters)
+		q.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the idle taker never waited")
+		}
+	}
+	o.Push(job(&r, 4))
+	q.mu.Lock()
+	before := q.signals
+	q.mu.Unlock()
+	notes := make([]Note, 2)
+	w2, _, ok, err := q.StepAfter(w.Token, 4, nil, 0, notes)
+	if !ok || err != nil || w2.Off != 4 {
+		t.Fatalf("step after: %+v %v %v", w2, ok, err)
+	}
+	q.mu.Lock()
+	woken := q.signals - before
+	q.mu.Unlock()
+	if woken != 0 || r.finished.Load() != 1 {
+		t.Fatalf("woken %d, finished %d", woken, r.finished.Load())
+	}
+	if _, _, ok, _ := q.StepAfter(w.Token, 4, nil, 0, notes); ok {
+		t.Fatal("a token was handed back twice")
+	}
+	q.Done(w2.Token, 4, nil)
+	o.Abort()
+	o.Leave()
+	select {
+	case <-idle:
+	case <-time.After(watchdog):
+		t.Fatal("the idle taker was not told to retire")
+	}
+}

@@ -68,6 +68,8 @@ type Queue struct {
 	next    uint64
 	blocked int
 	owners  int
+	handing int // workers between handing a job back and their next Step (StepAfter)
+	signals int // takers woken one by one, for tests
 }
 
 // New returns a queue that runs at most limit() jobs at once.
@@ -85,6 +87,7 @@ func (q *Queue) changedLocked() {
 // costs more than the job.
 func (q *Queue) signalLocked() {
 	if n := len(q.waiters); n > 0 {
+		q.signals++
 		w := q.waiters[n-1]
 		q.waiters[n-1] = nil
 		q.waiters = q.waiters[:n-1]
@@ -119,7 +122,12 @@ func (o *Owner) Push(j *Job) {
 	}
 	j.owner = o
 	q.jobs = append(q.jobs, j)
-	q.signalLocked()
+	// A taker woken while every place is taken finds nothing it may take
+	// and sleeps again: 200 reads woke the spare threads 200 times. The
+	// place's end signals instead (end).
+	if q.roomLocked() {
+		q.signalLocked()
+	}
 	q.mu.Unlock()
 }
 
@@ -201,17 +209,19 @@ func (q *Queue) Take(timeout time.Duration) (Work, error) {
 		case <-wake:
 		case <-mine:
 		case <-timer:
-			q.forget(mine)
+			q.forget(mine, true)
 			return Work{}, ErrTimeout
 		}
-		q.forget(mine)
+		q.forget(mine, false)
 	}
 }
 
-// forget drops a taker's wake-up channel. One that was signalled and is
-// gone anyway passes the signal on, so a job never waits for a taker that
-// left.
-func (q *Queue) forget(mine chan struct{}) {
+// forget drops a taker's wake-up channel. One that was signalled and
+// leaves (timed out) passes the signal on, so a job never waits for a
+// taker that left. One that stays looks again itself: passing it on too
+// woke the idle takers in a ring, each waking the next, for as long as a
+// job waited for a place (thousands of wake-ups a second).
+func (q *Queue) forget(mine chan struct{}, leaving bool) {
 	q.mu.Lock()
 	for i, w := range q.waiters {
 		if w == mine {
@@ -222,15 +232,18 @@ func (q *Queue) forget(mine chan struct{}) {
 	}
 	// Signalled: if the job or note it was woken for is still there
 	// (taken by nobody), wake another.
-	if len(q.jobs) > 0 || len(q.notes) > 0 {
+	if leaving && ((len(q.jobs) > 0 && q.roomLocked()) || len(q.notes) > 0) {
 		q.signalLocked()
 	}
 	q.mu.Unlock()
 }
 
+// roomLocked says whether a job may be given out now.
+func (q *Queue) roomLocked() bool { return len(q.taken)-q.blocked < max(q.Limit(), 1) }
+
 // popLocked removes the first job that may run now and marks it taken.
 func (q *Queue) popLocked() *Job {
-	if len(q.taken)-q.blocked >= max(q.Limit(), 1) {
+	if !q.roomLocked() {
 		return nil
 	}
 	for i, j := range q.jobs {
@@ -249,12 +262,14 @@ func (q *Queue) popLocked() *Job {
 	return nil
 }
 
-// end forgets a taken job and lets the next one go.
-func (q *Queue) end(j *Job, _ bool) {
+// end forgets a taken job and lets the next one go. quiet: its worker
+// takes the next job itself (StepAfter), so waking another for it would
+// only wake a thread that finds the job gone.
+func (q *Queue) end(j *Job, quiet bool) {
 	q.mu.Lock()
 	delete(q.taken, j.token)
 	j.owner.busy = false
-	if len(q.jobs) > 0 {
+	if len(q.jobs) > 0 && !quiet {
 		q.signalLocked() // its place (or its serial source) is free again
 	}
 	if q.owners == 0 && len(q.taken) == 0 {
@@ -271,7 +286,7 @@ func (q *Queue) Done(tok uint64, n int, err error) bool {
 	if !ok {
 		return false
 	}
-	q.end(j, true)
+	q.end(j, false)
 	j.Finish(n, err)
 	return true
 }

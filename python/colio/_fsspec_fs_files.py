@@ -12,10 +12,14 @@ it where they take an fsspec file. Under it, one of two raw files:
 - anything else gets colio's read-ahead stream (colio_stream_*: ``depth``
   buffers filled ahead of the reader by colio's workers).
 
-Writing (local targets): every full buffer is handed to a colio file sink
-as one eager ``write_async`` at its reserved offset, so the disk writes of
+Writing (local and s3 targets): every full buffer is handed to a colio
+sink as one eager ``write_async`` at its reserved offset, so the writes of
 one file overlap each other and the caller's next ``write``; close waits
-for all of them and raises the first error any had.
+for all of them and raises the first error any had. An S3 sink's write
+completes only when its part is uploaded, and a part fills only with later
+writes, so for it neither ``write`` nor ``flush`` waits on a future (the
+sink bounds its own memory) and an exception inside the ``with`` block
+aborts the upload instead of publishing a partial object.
 """
 
 from __future__ import annotations
@@ -153,6 +157,8 @@ class ColioWriteFile(io.BufferedIOBase):
         super().__init__()
         self.fs, self.path, self.mode = fs, path, mode
         self._sink = sink
+        # An upload (S3): published by close, dropped by abort.
+        self._upload = hasattr(sink, "abort")
         self._buf = bytearray()
         self._inflight: deque = deque()
         self._pos = 0
@@ -177,6 +183,10 @@ class ColioWriteFile(io.BufferedIOBase):
             return
         chunk, self._buf = bytes(self._buf), bytearray()
         self._inflight.append(self._sink.write_async(chunk))
+        if self._upload:
+            while self._inflight and self._inflight[0].done():
+                self._inflight.popleft().result()
+            return
         while len(self._inflight) > WRITE_DEPTH:
             self._inflight.popleft().result()
 
@@ -186,15 +196,31 @@ class ColioWriteFile(io.BufferedIOBase):
     def flush(self) -> None:
         if self.closed:
             return
+        if self._upload:  # bytes become durable as parts fill, and at close
+            if len(self._buf) >= WRITE_CHUNK:
+                self._submit()
+            return
         self._submit()
         while self._inflight:
             self._inflight.popleft().result()
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None and self._upload and not self.closed:
+            try:
+                self._sink.abort()
+            finally:
+                super().close()
+            return None
+        return super().__exit__(exc_type, exc, tb)
 
     def close(self) -> None:
         if self.closed:
             return
         try:
-            self.flush()
+            if self._upload:
+                self._submit()
+            else:
+                self.flush()
         finally:
             try:
                 self._sink.close()  # raises the sink's first write error

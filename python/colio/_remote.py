@@ -60,6 +60,11 @@ _S3_ONLY = frozenset(_S3_STRINGS + _FLAGS)
 _SECRET_KEYS = frozenset(("key", "secret", "token"))  # as the library treats them
 # What each integer may be: at least this.
 _INT_MIN = {"max_in_flight": 1, "request_size": 1, "retries": 1, "size": 0}
+# fsspec's own instance options, which say how the file system object is
+# cached, not how the bytes travel: the native source has nothing to do
+# with them (colio:: passes its target's options through unchanged).
+_FSSPEC_INSTANCE = frozenset(("skip_instance_cache", "use_listings_cache",
+                              "listings_expiry_time", "max_paths", "asynchronous", "loop"))
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an RFC 9110 token
 
 
@@ -192,7 +197,7 @@ def translate(url: str, storage_options: dict) -> "list[tuple[str, str]]":
     s3 = scheme == "s3"
     out: list = []
     for name, v in storage_options.items():
-        if v is None:
+        if v is None or name in _FSSPEC_INSTANCE:
             continue
         if name in _S3_ONLY and not s3:
             raise NotUnderstood(name, f"it applies to s3:// URLs, not {scheme}://")

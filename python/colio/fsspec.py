@@ -17,8 +17,10 @@ file system of the chain (``target_protocol`` / ``target_options``, or
   whole at open in one fan-out; with ``columns=`` (as ``fsspec.parquet``
   passes them) it prefetches the Parquet column chunks instead;
 - writes local targets (``open(path, "wb")``, ``pipe_file``, ``put_file``)
-  through colio file sinks, eager and parallel; other targets are written
-  with their own API;
+  through colio file sinks, eager and parallel, and s3 targets through
+  colio's S3 sink (a multipart upload that is published at close and
+  aborted by an exception inside ``with``); other targets are written with
+  their own API;
 - delegates everything else (listing, ``info``, ``exists``, ``rm``,
   ``mkdir``, globbing, copies inside the target...) to the target.
 
@@ -258,6 +260,11 @@ class ColioFileSystem(ChainedFileSystem):
             self._before_write(path)
             return ColioWriteFile(self, path, self._local_sink(path, mode[0]), mode,
                                   on_close=self._changed)
+        if autocommit and mode == "wb":
+            k = self._upload_sink(path)
+            if k is not None:
+                self._changed(path)
+                return ColioWriteFile(self, path, k, mode, on_close=self._changed)
         self._changed(path)
         f = self.fs.open(path, mode, block_size=block_size, autocommit=autocommit,
                          cache_options=cache_options, **kwargs)
@@ -295,8 +302,44 @@ class ColioFileSystem(ChainedFileSystem):
             return colio.sink(path, "r+")
         return colio.sink(path, how)
 
+    def _uploads(self, path: str) -> bool:
+        """Whether writes to path go through a colio S3 sink: an s3 target
+        opened from its options, unless backend="fsspec" or an option is
+        one the native sink does not take (with backend="native" the sink
+        raises for that one instead). Otherwise the target's own writer
+        does: other targets, or an instance passed as fs=."""
+        if (self.target_protocol not in ("s3", "s3a") or self._routed_options is None
+                or self.backend == "fsspec"):
+            return False
+        if self.backend == "native":
+            return True
+        from . import _remote
+        try:
+            _remote.translate("s3://" + path, dict(self._routed_options))
+        except _remote.NotUnderstood:
+            return False
+        return True
+
+    def _upload_sink(self, path: str):
+        """A colio S3 sink (a multipart upload, published at close) for
+        path, or None where _uploads says the target writes."""
+        if not self._uploads(path):
+            return None
+        import colio
+        return colio.sink("s3://" + path, "w", **self._routed_options)
+
     def pipe_file(self, path, value, mode="overwrite", **kwargs):
         path = self._path(path)
+        if not self._local and mode == "overwrite":
+            k = self._upload_sink(path)
+            if k is not None:
+                self._changed(path)
+                try:
+                    with k:
+                        k.write(value, 0)
+                finally:
+                    self._changed(path)
+                return None
         if not self._local:
             self._changed(path)
             return self.fs.pipe_file(path, value, mode=mode, **kwargs)
@@ -310,6 +353,15 @@ class ColioFileSystem(ChainedFileSystem):
 
     def put_file(self, lpath, rpath, callback=DEFAULT_CALLBACK, mode="overwrite", **kwargs):
         rpath = self._path(rpath)
+        if (not self._local and mode == "overwrite" and not os.path.isdir(lpath)
+                and self._uploads(rpath)):
+            self._changed(rpath)
+            try:
+                _copy_local(os.fspath(lpath), rpath, callback, "w",
+                            lambda p, _how: self._upload_sink(p))
+            finally:
+                self._changed(rpath)
+            return None
         if not self._local:
             self._changed(rpath)
             return self.fs.put_file(lpath, rpath, callback=callback, mode=mode, **kwargs)
@@ -359,25 +411,33 @@ def _as_bytes(mv):
 
 def _copy_local(lpath: str, rpath: str, callback, how: str, open_sink) -> None:
     """Copies a local file through colio: pieces read by colio's workers,
-    each written by a colio sink as soon as it has arrived."""
+    each written by a colio sink as soon as it has arrived. An upload (S3
+    sink) is published only when every piece is in, and aborted on any
+    failure; its writes complete as their parts are uploaded, so they are
+    not waited on one by one (a part fills only with later pieces)."""
     import colio
     from collections import deque
     with colio.source(lpath) as src:
         size = src.size
         callback.set_size(size)
         k = open_sink(rpath, how)
+        upload = hasattr(k, "abort")
+        ok = False
         try:
             reads: deque = deque()
             writes: deque = deque()
+
+            def settle(keep):
+                while writes and (len(writes) > keep if not upload else writes[0][1].done()):
+                    n, w = writes.popleft()
+                    w.result()
+                    callback.relative_update(n)
 
             def land():
                 off, buf, f = reads.popleft()
                 f.result()
                 writes.append((len(buf), k.write_async(buf, off)))
-                while len(writes) > _COPY_DEPTH:
-                    n, w = writes.popleft()
-                    w.result()
-                    callback.relative_update(n)
+                settle(_COPY_DEPTH)
 
             for off in range(0, size, WRITE_CHUNK):
                 buf = bytearray(min(WRITE_CHUNK, size - off))
@@ -386,11 +446,16 @@ def _copy_local(lpath: str, rpath: str, callback, how: str, open_sink) -> None:
                     land()
             while reads:
                 land()
-            for n, w in writes:
-                w.result()
-                callback.relative_update(n)
+            if upload:
+                k.close()  # the last part, and the object published
+            upload = False
+            settle(0)
+            ok = True
         finally:
-            k.close()
+            if not ok and hasattr(k, "abort"):
+                k.abort()
+            else:
+                k.close()
 
 
 def _forward(name):

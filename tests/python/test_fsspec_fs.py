@@ -278,7 +278,7 @@ def test_s3_through_moto(data):
         got = fs.cat_ranges([path] * len(rs), [s for s, _ in rs], [e for _, e in rs])
         assert got == [_want(data, s, e) for s, e in rs]
         assert fs.ls("colio-fsfs", detail=False) == ["colio-fsfs/d.bin"]
-        fs.pipe_file("colio-fsfs/new.bin", data[:1000])  # the target's own writer
+        fs.pipe_file("colio-fsfs/new.bin", data[:1000])  # colio's S3 sink
         assert s3.get_object(Bucket="colio-fsfs", Key="new.bin")["Body"].read() == data[:1000]
     finally:
         server.stop()
@@ -499,3 +499,73 @@ def test_small_remote_file_fetch_error_raises_at_read(server, data):
     with pytest.raises(ValueError):
         f.read(1)
     server.files.pop("/fsfs/gone.bin", None)
+
+
+# ---- S3 targets: writes through colio's multipart sink -----------------------------
+
+@pytest.fixture(scope="module")
+def s3w():
+    pytest.importorskip("s3fs")
+    from conftest import moto_s3
+    ep, key, secret, client, stop = moto_s3("colio-fsfs-writer")
+    client.create_bucket(Bucket="colio-fsw")
+    opts = {"key": "moto", "secret": "moto", "skip_instance_cache": True,
+            "client_kwargs": {"endpoint_url": ep, "region_name": "us-east-1"}}
+    yield fsspec.filesystem("colio", target_protocol="s3", target_options=opts), client
+    stop()
+
+
+def _uploads(client):
+    return client.list_multipart_uploads(Bucket="colio-fsw").get("Uploads", [])
+
+
+def test_s3_writes_go_through_colio_sinks(s3w, monkeypatch):
+    """open("wb"), pipe_file and put_file on an s3 target write with colio's
+    S3 sink (issue 18), byte-exact as boto3 reads them back. Before, all
+    three were s3fs's own writers."""
+    fs, client = s3w
+    made = []
+    real = colio.sink
+
+    def spy(target, mode="w", **kw):
+        made.append(target)
+        return real(target, mode, **kw)
+
+    monkeypatch.setattr(colio, "sink", spy)
+    rng = random.Random(11)
+    blob = rng.randbytes(13 << 20)
+    with fs.open("colio-fsw/opened.bin", "wb") as f:
+        pos = 0
+        while pos < len(blob):
+            n = rng.choice([1, 777, 65536, 3 << 20, 9 << 20])
+            f.write(blob[pos:pos + n])
+            pos += n
+        f.flush()  # must not wait for a part that is not full
+    fs.pipe_file("colio-fsw/piped.bin", blob[:12345])
+    local = fs.fs  # any local path: put_file reads it
+    import tempfile
+    with tempfile.NamedTemporaryFile() as t:
+        t.write(blob[5:])
+        t.flush()
+        fs.put_file(t.name, "colio-fsw/put.bin")
+    assert made == ["s3://colio-fsw/opened.bin", "s3://colio-fsw/piped.bin",
+                    "s3://colio-fsw/put.bin"], (made, local)
+    get = lambda k: client.get_object(Bucket="colio-fsw", Key=k)["Body"].read()  # noqa: E731
+    assert get("opened.bin") == blob
+    assert get("piped.bin") == blob[:12345]
+    assert get("put.bin") == blob[5:]
+    assert fs.cat_file("colio-fsw/opened.bin", 100, 200) == blob[100:200]
+    assert _uploads(client) == []
+
+
+def test_s3_write_with_exception_leaves_no_object(s3w):
+    """An exception inside ``with fs.open(..., "wb")`` aborts the upload, as
+    a colio.sink with block does: no object, no open upload (s3fs's file
+    publishes what was written)."""
+    fs, client = s3w
+    with pytest.raises(RuntimeError, match="stop"):
+        with fs.open("colio-fsw/never.bin", "wb") as f:
+            f.write(b"x" * (12 << 20))
+            raise RuntimeError("stop")
+    assert not fs.exists("colio-fsw/never.bin")
+    assert _uploads(client) == []

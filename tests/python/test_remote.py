@@ -634,3 +634,20 @@ def test_header_declares_open_url():
     fn = _lib.FUNCTIONS["colio_source_open_url"]
     assert fn == (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p),
                                  ctypes.POINTER(_lib.handle_p)])
+
+
+def test_fsspec_instance_options_do_not_leave_the_native_source(server, ref):
+    """skip_instance_cache and fsspec's other instance-cache options say how
+    a file system object is cached, not how bytes travel: a colio::
+    target's options carry them, and before they sent every such URL to
+    the fsspec backend (and made backend="native" raise)."""
+    server.files["/inst.bin"] = ref[:5000]
+    url = server.url + "/inst.bin"
+    for kw in ({"skip_instance_cache": True}, {"use_listings_cache": False},
+               {"listings_expiry_time": 10, "asynchronous": False}):
+        with colio.source(url, **kw) as src:
+            assert src.backend == "native", kw
+            assert bytes(src.read(10, 100)) == ref[10:110]
+        with colio.source(url, backend="native", **kw) as src:
+            assert bytes(src.read(0, 5000)) == ref[:5000]
+    server.files.pop("/inst.bin", None)

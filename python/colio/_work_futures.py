@@ -87,24 +87,24 @@ def read_async(src, L, pin, addr: int, n: int, offset: int) -> "F.Future":
     return fut
 
 
-def complete(notes, k: int) -> None:
-    """On a worker: completes the futures of k notes. Never raises."""
+def complete(q, d, k: int) -> None:
+    """On a worker: completes the futures of k notes, given as the note
+    array's 64-bit (q) and 32-bit (d) integers. Never raises."""
     pending, ok, cancelled = F._pending, _lib.OK, _lib.ECANCELLED
     for i in range(k):
-        note = notes[i]
-        st = note.status
-        h = None if st == ok or st == cancelled else note.future  # the library freed the rest
-        fut = pending.pop(note.tag, None)
+        st = d[8 * i + 6]
+        fut = pending.pop(q[4 * i], None)
+        h = None if st == ok or st == cancelled else q[4 * i + 1]  # the library freed the rest
         try:
             if fut is not None:
                 if fut._done_callbacks:
-                    _later(fut, h, st, note.nbytes)
+                    _later(fut, h, st, q[4 * i + 2])
                     continue
                 if h is None:
                     fut._handle = None
-                    fut._finish(st, note.nbytes)
+                    fut._finish(st, q[4 * i + 2])
                 else:
-                    fut._finish_from_handle(h, st, note.nbytes)
+                    fut._finish_from_handle(h, st, q[4 * i + 2])
         except BaseException:  # pragma: no cover - a bug here must not end the worker
             import traceback
             traceback.print_exc()

@@ -108,10 +108,10 @@ def _poll_step(L):
     5 ms switch interval. A poll never blocks: the queue's lock is held
     only for list updates, no lock of it is held while anything calls
     into Python, and completing a future only posts to the notifier's
-    unbounded queue. Waits (a timeout) go through L, GIL released."""
-    fn = ctypes.PyDLL(L.path, handle=L.dll._handle).colio_work_step
-    fn.restype, fn.argtypes = _lib.FUNCTIONS["colio_work_step"]
-    return fn
+    unbounded queue. Waits (a timeout) go through the CDLL, GIL released.
+    Both are function pointers without argtypes, called with prebuilt
+    ctypes objects (see _fastcall)."""
+    return ctypes.PyDLL(L.path, handle=L.dll._handle)["colio_work_step"]
 
 
 def _work() -> None:
@@ -119,33 +119,38 @@ def _work() -> None:
     w = _lib.Work()
     ref = ctypes.byref(w)
     notes = (_lib.WorkNote * _NOTES)()
+    # The notes as 64- and 32-bit integers: indexing these is cheaper than
+    # a Structure per note (colio_work_note: tag, future, nbytes, status).
+    q = (ctypes.c_int64 * (4 * _NOTES)).from_buffer(notes)
+    d = (ctypes.c_int32 * (8 * _NOTES)).from_buffer(notes)
     got = ctypes.c_int64(0)
     got_ref = ctypes.byref(got)
+    tok, res = ctypes.c_int64(0), ctypes.c_int64(0)
+    zero, wait_ns, most = ctypes.c_int64(0), ctypes.c_int64(_TAKE_NS), ctypes.c_int64(_NOTES)
     # One call hands a part back, collects the ends of reads (their
     # futures are completed here, see _work_futures) and takes the next
     # part, without giving up the GIL while parts are queued (poll), and
     # no other thread takes the GIL to complete a future.
-    step, poll = L.colio_work_step, _poll_step(L)
+    step, poll = L.dll["colio_work_step"], _poll_step(L)
     complete = _work_futures.complete
     me = threading.current_thread()
     ok, closed, forked, timedout = _lib.OK, _lib.ECLOSED, _lib.EFORK, _lib.ETIMEDOUT
     callbacks = _callbacks
-    token = result = 0
     while True:
-        rc = poll(token, result, 0, ref, notes, _NOTES, got_ref)
-        token = 0
+        rc = poll(tok, res, zero, ref, notes, most, got_ref)
+        tok.value = 0
         if rc == timedout:  # nothing queued: wait with the GIL released
-            rc = step(0, 0, _TAKE_NS, ref, notes, _NOTES, got_ref)
+            rc = step(zero, zero, wait_ns, ref, notes, most, got_ref)
         if got.value:
-            complete(notes, got.value)
+            complete(q, d, got.value)
         if rc == ok:
             if not w.token:
                 continue  # only notes
             if len(_threads) <= w.out:
                 _more(L, w.out)  # the next part must find a thread waiting
             run = callbacks.get(w.ctx)
-            result = run(w.buf, w.size, w.offset) if run is not None else -_errno.EIO
-            token = w.token
+            res.value = run(w.buf, w.size, w.offset) if run is not None else -_errno.EIO
+            tok.value = w.token
             continue
         if _lib._forked or rc == forked:
             return

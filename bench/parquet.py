@@ -19,7 +19,9 @@ Two selections: 3 of the 30 columns, and all of them. Methods:
 Every method's table is checked once against pyarrow's read of the local
 file (column by column, as numpy arrays) before it is timed; rounds are
 interleaved as in the rest of bench/run.py. The server's request count for
-one read of each method is printed in the table's note.
+one read of each method, and the median CPU time of this process per read
+(steadier than wall time on a shared machine), are printed in the table's
+note.
 
     python bench/run.py --only 8 [--quick]
 """
@@ -28,6 +30,8 @@ from __future__ import annotations
 
 import json
 import os
+import resource
+import statistics
 import subprocess
 import urllib.request
 
@@ -159,6 +163,19 @@ def _same(got, want, cols):
     return all(np.array_equal(got.column(c).to_numpy(), want.column(c).to_numpy()) for c in names)
 
 
+def _cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _timed(bench, fn, cpu):
+    """bench.timed(fn), and the CPU time this process spent in it into cpu."""
+    c0 = _cpu()
+    t = bench.timed(fn)
+    cpu.append(_cpu() - c0)
+    return t
+
+
 def _lat(s):
     return "0" if s == 0 else f"{s * 1e3:g} ms"
 
@@ -210,10 +227,19 @@ def _cells(bench, srv, path, want, rounds, size, lat=None):
                 bench.log(f"[8] {name}: {errors[name]}")
         at = f"HTTP, {_lat(lat)}" if srv else "local file"
         bench.log(f"[8] {label}, {at}: {len(fns)} methods x {rounds} rounds")
-        timed = {k: (lambda fn=fn: bench.timed(lambda: fn(cols))) for k, fn in fns.items()}
+        cpu = {k: [] for k in fns}
+        timed = {k: (lambda fn=fn, k=k: _timed(bench, lambda: fn(cols), cpu[k]))
+                 for k, fn in fns.items()}
         s = bench.interleave(timed, rounds)
-        note = ("server requests per read: " + ", ".join(f"{k} {v}" for k, v in counts.items())
-                if counts else None)
+        note = "; ".join(x for x in (
+            "server requests per read: " + ", ".join(f"{k} {v}" for k, v in counts.items())
+            if counts else "",
+            # CPU time of this process per timed read (every method runs in
+            # it, polars and the fsspec loop included): steadier than wall
+            # time on a machine shared with other work.
+            "CPU per read (median): " + ", ".join(
+                f"{k} {statistics.median(v) * 1e3:.0f} ms" for k, v in cpu.items() if v)
+            if fns else "") if x) or None
         if note:
             bench.log(f"[8] {label}, {at}: {note}")
         peers = {k: k for k in makers if not k.startswith("colio")}

@@ -84,8 +84,7 @@ def test_open_zarr_through_colio(kind, files, server):
     base = _targets(kind, d, server)
     plain = xr.open_zarr(base + "/d.zarr").load()
     via_url = xr.open_zarr("colio::" + base + "/d.zarr").load()
-    via_store = xr.open_zarr(colio.zarr.Store(base + "/d.zarr", read_only=True),
-                             ).load()
+    via_store = xr.open_zarr(colio.zarr.Store(base + "/d.zarr", read_only=True)).load()
     xr.testing.assert_identical(via_url, plain)
     xr.testing.assert_identical(via_store, plain)
     xr.testing.assert_identical(plain, ds)

@@ -250,9 +250,12 @@ int colio_work_next(int64_t token, int64_t result, int64_t timeout_ns, colio_wor
  * notifier: when the future ends, the next colio_work_step hands out a
  * note with tag, so a runtime with a global lock completes its own future
  * on the worker that already holds it, with no other thread entering it.
- * Register no callback on such a future (colio_future_on_done). The
- * future and its wait, cancel and free are as for colio_read_async.
- * COLIO_EINVAL for a source not made by colio_source_from_queue. */
+ * Register no callback on such a future (colio_future_on_done). Until
+ * its note is collected, wait and cancel work as for colio_read_async;
+ * do not free it: the library does when the note of a done or cancelled
+ * read goes out (any later use of it is COLIO_EINVAL), and the caller
+ * frees a failed one after reading its error. COLIO_EINVAL for a source
+ * not made by colio_source_from_queue. */
 int colio_read_async_tagged(colio_source *src, void *buf, int64_t size, int64_t offset,
                             uint64_t tag, colio_future **out);
 

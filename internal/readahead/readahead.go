@@ -91,6 +91,9 @@ func Open(ctx context.Context, e *engine.Engine, src *engine.Source, offset int6
 	if offset < 0 {
 		return nil, errs.New(errs.Invalid, "colio: negative stream offset %d", offset)
 	}
+	if err := checkMemory(bufSize, depth); err != nil {
+		return nil, err
+	}
 	if ctx == nil {
 		ctx = context.Background()
 	}

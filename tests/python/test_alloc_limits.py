@@ -77,3 +77,20 @@ def test_arrow_reads_of_a_64_gib_sparse_file_raise_memory_error(tmp_path):
         line = next(x for x in lines if x.startswith(what + " "))
         # a NoSpaceError that is also a MemoryError, errno ENOMEM
         assert line.split()[1:] == ["MemoryError", "ColioMemoryError", "12"], line
+
+
+def test_open_with_huge_read_ahead_raises_memory_error(tmp_path):
+    """colio.open's buffer_size x depth is allocated at open. 1 GiB x 1024
+    was taken without a word (overcommit), and the read-ahead's fill of a
+    large file would then abort the process from Go's allocator; now it is
+    refused at open with colio's MemoryError, and the process goes on."""
+    import colio
+    p = tmp_path / "f.bin"
+    data = os.urandom(1 << 16)
+    p.write_bytes(data)
+    with pytest.raises(MemoryError) as ei:
+        colio.open(str(p), "rb", buffer_size=1 << 30, depth=1024)
+    assert isinstance(ei.value, colio.ColioError)
+    assert "buffer_size or depth" in str(ei.value)
+    with colio.open(str(p), "rb", buffer_size=1 << 20, depth=4) as f:
+        assert f.read() == data

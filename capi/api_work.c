@@ -141,3 +141,8 @@ int colio_work_step(int64_t token, int64_t result, int64_t timeout_ns, colio_wor
     colioi_tls_level = level;
   return COLIO_OK;
 }
+
+int colio_work_wait(int64_t timeout_ns) {
+  COLIOI_ENTER("colio_work_wait");
+  return colioGoWorkWait(timeout_ns);
+}

@@ -252,3 +252,26 @@ func deliverNotes(notes []workq.Note, out []C.colioi_work_note) {
 		}
 	}
 }
+
+//export colioGoWorkWait
+func colioGoWorkWait(timeoutNs C.int64_t) (rc C.int) {
+	const name = "colio_work_wait"
+	defer recoverInto(name, &rc)
+	if timeoutNs < 0 && timeoutNs != C.COLIO_WAIT_FOREVER {
+		return invalid(name, "timeout_ns %d is negative (use COLIO_WAIT_FOREVER to wait without a limit)", int64(timeoutNs))
+	}
+	d := time.Duration(timeoutNs)
+	if timeoutNs == C.COLIO_WAIT_FOREVER {
+		d = -1
+	}
+	switch err := workQueue.Wait(d); err {
+	case nil:
+		return C.COLIO_OK
+	case workq.ErrTimeout:
+		return setError(C.COLIO_ETIMEDOUT, 0, name+": nothing came within the timeout")
+	case workq.ErrNoSources:
+		return setError(C.COLIO_ECLOSED, 0, name+": no queued source is open")
+	default:
+		return fail(name, err)
+	}
+}

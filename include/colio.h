@@ -278,6 +278,13 @@ typedef struct colio_work_note {
 int colio_work_step(int64_t token, int64_t result, int64_t timeout_ns, colio_work *out,
                     colio_work_note *notes, int64_t max_notes, int64_t *nnotes);
 
+/* Waits up to timeout_ns until a part may be taken or a note collected,
+ * and takes nothing: COLIO_OK (then poll with colio_work_step and timeout
+ * 0, which may find it gone to another worker), COLIO_ETIMEDOUT, or
+ * COLIO_ECLOSED as colio_work_take. For a runtime with a global lock
+ * that should take a part only once it holds the lock. */
+int colio_work_wait(int64_t timeout_ns);
+
 /* Opens a remote object: url is http://, https:// (a presigned URL too) or
  * s3://bucket/key. options is NULL or a NULL-terminated array of
  * "key=value" C strings; an unknown key or a bad value is COLIO_EINVAL

@@ -125,3 +125,46 @@ func (q *Queue) Step(timeout time.Duration, notes []Note) (Work, int, error) {
 		q.forget(mine, false)
 	}
 }
+
+// Wait waits up to timeout (negative: forever) until a job may be taken or
+// a note collected, and takes nothing: a worker whose runtime has a global
+// lock takes parts only once it holds that lock (a poll of Step). A part
+// taken by a thread still waiting for the lock is pinned to it: while one
+// Python worker ran 200 parts back to back, 7 more sat with the parts they
+// had taken until it stopped, and each then cost a hand-off of the GIL.
+// ErrNoSources as Step.
+func (q *Queue) Wait(timeout time.Duration) error {
+	var timer <-chan time.Time
+	for {
+		q.mu.Lock()
+		if len(q.notes) > 0 || q.eligibleLocked() {
+			q.mu.Unlock()
+			return nil
+		}
+		if q.owners == 0 && len(q.taken) == 0 {
+			q.mu.Unlock()
+			return ErrNoSources
+		}
+		if timeout == 0 {
+			q.mu.Unlock()
+			return ErrTimeout
+		}
+		wake := q.wake
+		mine := make(chan struct{})
+		q.waiters = append(q.waiters, mine)
+		q.mu.Unlock()
+		if timer == nil && timeout > 0 {
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			timer = t.C
+		}
+		select {
+		case <-wake:
+		case <-mine:
+		case <-timer:
+			q.forget(mine, true)
+			return ErrTimeout
+		}
+		q.forget(mine, false)
+	}
+}

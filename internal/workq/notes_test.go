@@ -230,3 +230,43 @@ func TestStepAfterKeepsTheNextJobForItsWorker(t *testing.T) {
 		t.Fatal("the idle taker was not told to retire")
 	}
 }
+
+func TestWaitTakesNothing(t *testing.T) {
+	q := New(func() int { return 2 })
+	o := q.Join(1, true) // serial: one job out at a time
+	if err := q.Wait(0); err != ErrTimeout {
+		t.Fatalf("wait on an empty queue: %v", err)
+	}
+	var r rec
+	o.Push(job(&r, 0))
+	o.Push(job(&r, 4))
+	if err := q.Wait(watchdog); err != nil {
+		t.Fatalf("wait with a job queued: %v", err)
+	}
+	if r.began.Load() != 0 {
+		t.Fatal("wait began a job")
+	}
+	w, _, err := q.Step(0, nil)
+	if err != nil || w.Off != 0 {
+		t.Fatalf("poll after the wait: %+v %v", w, err)
+	}
+	// The other job is its serial source's next: not takeable until the
+	// first ends, so a wait does not return for it (no busy loop).
+	if err := q.Wait(0); err != ErrTimeout {
+		t.Fatalf("wait with only a serial source's next job: %v", err)
+	}
+	q.Post(Note{Tag: 1})
+	if err := q.Wait(0); err != nil {
+		t.Fatalf("wait with a note: %v", err)
+	}
+	notes := make([]Note, 1)
+	w2, k, ok, err := q.StepAfter(w.Token, 4, nil, 0, notes)
+	if !ok || err != nil || k != 1 || w2.Off != 4 {
+		t.Fatalf("step after: %+v %d %v %v", w2, k, ok, err)
+	}
+	q.Done(w2.Token, 4, nil)
+	o.Leave()
+	if err := q.Wait(watchdog); err != ErrNoSources {
+		t.Fatalf("wait with no source: %v", err)
+	}
+}

@@ -241,6 +241,19 @@ func (q *Queue) forget(mine chan struct{}, leaving bool) {
 // roomLocked says whether a job may be given out now.
 func (q *Queue) roomLocked() bool { return len(q.taken)-q.blocked < max(q.Limit(), 1) }
 
+// eligibleLocked says whether popLocked would give out a job now.
+func (q *Queue) eligibleLocked() bool {
+	if !q.roomLocked() {
+		return false
+	}
+	for _, j := range q.jobs {
+		if !j.owner.serial || !j.owner.busy {
+			return true
+		}
+	}
+	return false
+}
+
 // popLocked removes the first job that may run now and marks it taken.
 func (q *Queue) popLocked() *Job {
 	if !q.roomLocked() {

@@ -231,6 +231,7 @@ FUNCTIONS = {
                                 c_int64, _p_i64]),
     "colio_read_async_tagged": (c_int, [handle_p, c_void_p, c_int64, c_int64, ctypes.c_uint64,
                                         _p_handle]),
+    "colio_work_wait": (c_int, [c_int64]),
     "colio_source_open_url": (c_int, [c_char_p, POINTER(c_char_p), _p_handle]),
     "colio_source_size": (c_int, [handle_p, _p_i64]),
     "colio_source_free": (c_int, [handle_p]),

@@ -131,7 +131,7 @@ def _work() -> None:
     # futures are completed here, see _work_futures) and takes the next
     # part, without giving up the GIL while parts are queued (poll), and
     # no other thread takes the GIL to complete a future.
-    step, poll = L.dll["colio_work_step"], _poll_step(L)
+    wait, poll = L.dll["colio_work_wait"], _poll_step(L)
     complete = _work_futures.complete
     me = threading.current_thread()
     ok, closed, forked, timedout = _lib.OK, _lib.ECLOSED, _lib.EFORK, _lib.ETIMEDOUT
@@ -139,8 +139,13 @@ def _work() -> None:
     while True:
         rc = poll(tok, res, zero, ref, notes, most, got_ref)
         tok.value = 0
-        if rc == timedout:  # nothing queued: wait with the GIL released
-            rc = step(zero, zero, wait_ns, ref, notes, most, got_ref)
+        if rc == timedout:
+            # Nothing queued: wait with the GIL released, and take what
+            # came by polling once the GIL is back (a part taken before
+            # would be stuck with this thread while another runs).
+            rc = wait(wait_ns)
+            if rc == ok:
+                continue
         if got.value:
             complete(q, d, got.value)
         if rc == ok:

@@ -4,7 +4,8 @@
  * tag, bytes and status; the library frees a done or cancelled read's
  * future and leaves a failed one's valid for its message; cancel and free
  * make notes too; a worker is told COLIO_ECLOSED only once no note is
- * left; other sources are refused. Bytes against the generator.
+ * left; colio_work_wait takes nothing; other sources are refused. Bytes
+ * against the generator.
  */
 #include "harness.h"
 
@@ -152,6 +153,27 @@ int main(void) {
   work_until_closed();
   CHECK(seen_count[N + 1] == 1 && seen_status[N + 1] == COLIO_ECLOSED);
   OK(colio_future_free(late));
+
+  /* colio_work_wait says a part is there and leaves it for a poll. */
+  OK(colio_source_from_queue(SIZE, COLIO_CALLBACK_CONCURRENT, (void *)1, &src));
+  colio_future *one = NULL;
+  OK(colio_read_async_tagged(src, b0, 16, 4096 * 3 + 16, 1, &one));
+  OK(colio_work_wait(10 * 1000000000LL));
+  OK(colio_work_wait(0)); /* still there: nothing was taken */
+  {
+    colio_work w;
+    colio_work_note nt[2];
+    int64_t k = 0;
+    OK(colio_work_step(0, 0, 0, &w, nt, 2, &k));
+    CHECK(w.token != 0 && k == 0 && w.offset == 4096 * 3 + 16 && w.size == 16);
+    memcpy(w.buf, ref + w.offset, 16);
+    CHECK_RC(colio_work_wait(0), COLIO_ETIMEDOUT);
+    OK(colio_work_step(w.token, 16, 0, &w, nt, 2, &k));
+    CHECK(k == 1 && nt[0].tag == 1 && nt[0].status == COLIO_OK && nt[0].nbytes == 16);
+    CHECK(memcmp(b0, ref + 4096 * 3 + 16, 16) == 0);
+  }
+  colio_source_free(src);
+  CHECK_RC(colio_work_wait(0), COLIO_ECLOSED);
 
   /* Arguments. */
   colio_work w;

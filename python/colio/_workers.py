@@ -5,10 +5,12 @@ by colio's Go threads calling into Python through ctypes: those threads
 took the GIL in a convoy (84,568 context switches against 1,464 for 200
 reads, BENCHMARKS.md). The library queues each part of such a read at call
 time (``colio_source_from_queue``), and the long-lived Python threads here
-take parts with one blocking C call (``colio_work_step``, the GIL released
-while it waits), run the callable, and hand the result back in the next
-such call, which also takes the next part and tells of the reads that
-ended: the worker completes their futures itself (``_work_futures``).
+wait for parts with a blocking C call (``colio_work_wait``, the GIL
+released), take them by polling ``colio_work_step`` with the GIL held, run
+the callable, and hand the result back in the next poll, which also takes
+the next part and tells of the reads that ended: the worker completes
+their futures itself (``_work_futures``), and no other thread takes the
+GIL for a read.
 
 How many parts run at once is the engine setting ``python_workers``
 (``COLIO_PYTHON_WORKERS``, ``colio.set_config(python_workers=...)``). The

@@ -112,7 +112,10 @@ func Open(ctx context.Context, e *engine.Engine, src *engine.Source, offset int6
 func (s *Stream) restart(off int64) error {
 	s.mu.Lock()
 	for _, sl := range s.slots {
-		sl.abandon()
+		if !sl.abandon(s.closed) {
+			s.mu.Unlock()
+			return errs.New(errs.Closed, "colio: stream is closed")
+		}
 	}
 	s.mu.Unlock()
 	s.data, s.pos, s.end, s.err, s.cur = nil, off, off, nil, 0
@@ -126,15 +129,22 @@ func (s *Stream) restart(off int64) error {
 
 // abandon cancels a slot's pending pieces and waits for those already
 // running, so the buffer can be filled again. Cancelled pieces complete at
-// once; running ones within one source call.
-func (sl *slot) abandon() {
+// once; running ones within one source call, or never (a stuck callback):
+// a Close (closed) ends the wait, and abandon reports false, the slot left
+// to the garbage collector with the pieces still writing into it.
+func (sl *slot) abandon(closed <-chan struct{}) bool {
 	for i := sl.next; i < sl.limit; i++ {
 		sl.futs[i].Cancel()
 	}
 	for i := sl.next; i < sl.limit; i++ {
-		<-sl.futs[i].Chan()
+		select {
+		case <-sl.futs[i].Chan():
+		case <-closed:
+			return false
+		}
 	}
 	sl.next, sl.limit = 0, 0
+	return true
 }
 
 // fill issues the reads for the slot's next region, s.end onwards.

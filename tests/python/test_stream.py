@@ -13,6 +13,7 @@ import zipfile
 import pytest
 
 import colio
+from conftest import ROOT
 
 
 def test_random_sized_reads_equal_reference(data_file, ref):
@@ -204,3 +205,31 @@ def test_close_from_another_thread_while_reading(ref):
     gate.set()
     assert not t.is_alive()
     src.close()
+
+
+def test_exit_with_a_seek_waiting_on_a_stuck_callback(tmp_path):
+    """A process exits while a stream's seek waits on a read stuck in a
+    callback that never returns. Before, the stream's Close blocked on the
+    lock the seek held (internal/readahead TestCloseEndsASeek...), so the
+    exit hung in colio_stream_free."""
+    import subprocess
+    import sys
+    script = tmp_path / "stuck.py"
+    script.write_text(
+        "import sys, threading, time\n"
+        f"sys.path.insert(0, {os.path.join(ROOT, 'python')!r})\n"
+        "import colio\n"
+        "ev = threading.Event()\n"
+        "def read_into(buf, off):\n"
+        "    if off >= 1 << 20:\n"
+        "        ev.wait()\n"
+        "    buf[:] = bytes(len(buf))\n"
+        "    return len(buf)\n"
+        "src = colio.from_callable(read_into, 64 << 20, concurrent=True)\n"
+        "f = src.stream(buffer_size=1 << 20, depth=4)\n"
+        "assert f.read(4096) == bytes(4096)\n"
+        "threading.Thread(target=lambda: f.seek(40 << 20), daemon=True).start()\n"
+        "time.sleep(0.2)\n"
+        "print('exiting', flush=True)\n")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "exiting" in r.stdout, (r.returncode, r.stdout, r.stderr[-2000:])

@@ -71,6 +71,14 @@ class Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 512  # a fan-out of hundreds connects at once
 
+    def handle_error(self, request, client_address):
+        # A client that hangs up (a peer's pool closing its connections at
+        # the end of a run) is not an error of the benchmark: socketserver
+        # would print a traceback for each.
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
+
 
 def main():
     ap = argparse.ArgumentParser()

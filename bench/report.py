@@ -184,6 +184,11 @@ def not_ahead_text(res, md=False):
 
 
 def machine_text(res, md=False):
+    if res.get("runs"):  # merged: each run's own line
+        return ("\n\n" if md else "\n").join(
+            f"Workloads {', '.join(str(w) for w in r['workloads'])}: "
+            + machine_text({"machine": r["machine"], "quick": res.get("quick")}, md)
+            for r in res["runs"])
     m = res["machine"]
     # Busy means other processes took CPU time during the run. A high load
     # average before it only says earlier work was still winding down.

@@ -895,8 +895,14 @@ def main(argv=None):
     ap.add_argument("--brief", action="store_true", help="print a summary, not the tables")
     ap.add_argument("--name", default=None, help="results file name (default: latest / quick)")
     ap.add_argument("--no-plots", action="store_true")
+    ap.add_argument("--merge", default=None, metavar="A.json,B.json",
+                    help="run nothing: join results files of runs of different workloads "
+                         "(each run's machine line kept) and report or publish them as one")
     a = ap.parse_args(argv)
     import report
+
+    if a.merge:
+        return _merge(a, report)
 
     global QUIET
     QUIET = a.brief
@@ -939,6 +945,39 @@ def main(argv=None):
         print(report.text(results))
         print(f"\nfull results: {os.path.relpath(jpath)}"
               + (f"; plots: {os.path.relpath(os.path.dirname(plots[0]))}/" if plots else ""))
+    if a.publish:
+        report.publish(results, plots, ROOT)
+        print("BENCHMARKS.md and docs/bench/ updated")
+    return 0
+
+
+def _merge(a, report):
+    """Results of several runs as one: when the machine is shared, each
+    workload can be run when it is quiet and the tables published together;
+    ratios are only ever taken inside one run."""
+    runs = []
+    for path in a.merge.split(","):
+        with open(path) as f:
+            runs.append(json.load(f))
+    seen = {}
+    for r in runs:
+        for c in r["cases"]:
+            seen.setdefault(c["workload"], r)
+    cases = [c for w in sorted(seen) for c in seen[w]["cases"] if c["workload"] == w]
+    first = runs[0]
+    results = report.summarize({
+        "quick": any(r.get("quick") for r in runs), "machine": first["machine"],
+        "runs": [{"workloads": sorted({c["workload"] for c in r["cases"]}),
+                  "machine": r["machine"]} for r in runs],
+        "timings_s": {k: v for r in runs for k, v in r["timings_s"].items()},
+        "wall_s": round(sum(r["wall_s"] for r in runs), 1), "cases": cases,
+        "crossover": next((r["crossover"] for r in runs if r.get("crossover")), None)})
+    name = a.name or "merged"
+    jpath = os.path.join(RESULTS, f"{name}.json")
+    with open(jpath, "w") as f:
+        json.dump(results, f, indent=1)
+    plots = [] if a.no_plots else report.plot(results, os.path.join(RESULTS, f"{name}-plots"))
+    print(report.brief(results, jpath) if a.brief else report.text(results))
     if a.publish:
         report.publish(results, plots, ROOT)
         print("BENCHMARKS.md and docs/bench/ updated")

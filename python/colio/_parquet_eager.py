@@ -33,6 +33,7 @@ for anything not prefetched.
 from __future__ import annotations
 
 import mmap
+import threading
 
 PAD = 100  # pyarrow's kMaxDictHeaderSize: its read past a chunk for old writers
 WINDOW = 1099511627776
@@ -58,27 +59,66 @@ def plan(md, leaves, row_groups, limit, hole, cap):
     return out
 
 
+_cache = None          # the mapping of the last read, for the next one
+_cache_lock = threading.Lock()
+CACHE_MAX = 1 << 30    # larger mappings are not kept
+
+
 def _buffer(size, fetched):
-    """A writable buffer of size bytes, of which ``fetched`` will be written.
+    """(mapping, buffer): an anonymous private mapping of at least size
+    bytes, and a pyarrow buffer of its first size bytes, of which
+    ``fetched`` will be written.
 
     Fresh pages cost the kernel's zeroing on first touch, measured here at
     more than the transfer (150 ms of CPU for 200 MB in 4 KiB pages, 50-120
-    in huge pages). Mostly written: from pyarrow's memory pool, which
-    reuses freed memory (2 ms when its last such block is still cached) and
-    takes huge pages. A sparse selection (3 of 30 columns): a private
-    mapping of 4 KiB pages, whose cost follows the bytes written (15 ms of
-    CPU for 20 MB), where the pool's block, when not cached (another read
-    took it), is touched in huge pages, 2 MiB zeroed for every chunk (30-200
-    ms for 60 chunks). Neither reserves the size: a file larger than memory
-    is fine when what is fetched of it fits."""
+    in huge pages; pyarrow's pool reuses a freed block only while no other
+    allocation took it). So the last read's mapping is kept (``_release``)
+    and taken again when it is large enough and nothing refers to it any
+    more: pyarrow holds a buffer export for as long as any of its objects
+    refers to the memory, and ``resize`` refuses while one exists. A mostly
+    written mapping takes huge pages; a sparse one (3 of 30 columns) 4 KiB
+    pages, whose cost follows the bytes written rather than 2 MiB per chunk.
+    Nothing is reserved: a file larger than memory is fine when what is
+    fetched of it fits."""
     import pyarrow as pa
-    if fetched * 2 >= size:
-        return pa.allocate_buffer(max(size, 1))
-    m = mmap.mmap(-1, max(size, 1), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
-                  | getattr(mmap, "MAP_NORESERVE", 0))
-    if hasattr(mmap, "MADV_NOHUGEPAGE"):
-        m.madvise(mmap.MADV_NOHUGEPAGE)
-    return pa.py_buffer(m)
+    global _cache
+    n = max(size, 1)
+    with _cache_lock:
+        m, _cache = _cache, None
+    if m is not None and (len(m) < n or not _unused(m)):
+        m = None
+    if m is None:
+        m = mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+                      | getattr(mmap, "MAP_NORESERVE", 0))
+    advice = "MADV_HUGEPAGE" if fetched * 2 >= size else "MADV_NOHUGEPAGE"
+    if hasattr(mmap, advice):
+        m.madvise(getattr(mmap, advice))
+    return m, pa.py_buffer(m).slice(0, size)
+
+
+def _unused(m) -> bool:
+    try:
+        m.resize(len(m))  # the same size: refused while a buffer is exported
+        return True
+    except (BufferError, OSError, ValueError, SystemError):
+        return False
+
+
+def _release(m) -> None:
+    """Keeps m for the next read if nothing refers to it any more (a table
+    that did would keep it from being reused, and from MADV_FREE: the
+    kernel may take the pages of a freed range back meanwhile, which only
+    makes them fresh again)."""
+    global _cache
+    if len(m) > CACHE_MAX or not _unused(m):
+        return
+    if hasattr(mmap, "MADV_FREE"):
+        try:
+            m.madvise(mmap.MADV_FREE)
+        except OSError:
+            pass
+    with _cache_lock:
+        _cache = m
 
 
 class Fetch:
@@ -90,10 +130,9 @@ class Fetch:
     ``wait(r)`` waits for row group r's reads."""
 
     def __init__(self, src, size, tail_off, tail, reads, window):
-        import threading
         self.size = size
-        self.mem = _buffer(size, sum(n for rs in reads.values() for _, n in rs))
-        self._view = memoryview(self.mem).cast("B")
+        self.map, self.mem = _buffer(size, sum(n for rs in reads.values() for _, n in rs))
+        self._view = memoryview(self.map)[:size]  # pyarrow's buffer is read-only
         self._view[tail_off:size] = tail
         self._src, self._window = src, window
         self._order = list(reads.items())
@@ -166,7 +205,7 @@ class Fetch:
             self._closed = True
             self.futures = {}
             self._order = []
-            self._view = None
+            self._view = self.mem = None
 
     def cancel(self) -> None:
         """Starts nothing more, cancels what has not started and waits for
@@ -201,9 +240,9 @@ def read(src, size, tail_off, tail, md, need, row_groups, filters, columns, hole
     leaves = [i for i in range(md.num_columns) if _selected(md.schema.column(i).path, need)]
     fetch = Fetch(src, size, tail_off, tail, plan(md, leaves, rgs, tail_off, hole, cap),
                   WINDOW if window is None else window)
+    pf = None
     try:
-        pf = pq.ParquetFile(pa.BufferReader(fetch.mem), metadata=md,
-                            pre_buffer=False)
+        pf = pq.ParquetFile(pa.BufferReader(fetch.mem), metadata=md, pre_buffer=False)
         tables = []
         i = 0
         while i < len(rgs):
@@ -219,14 +258,16 @@ def read(src, size, tail_off, tail, md, need, row_groups, filters, columns, hole
                 t = t.select(list(columns))
             tables.append(t)
             i = j
+        if not tables:
+            t = pf.read_row_groups([], columns=need)
+            tables.append(t if columns is None else t.select(list(columns)))
     except BaseException:
         fetch.cancel()
         raise
     finally:
+        pf = t = None  # pyarrow's references to the mapping, before _release
         fetch.release()
-    if not tables:
-        t = pf.read_row_groups([], columns=need)
-        return t if columns is None else t.select(list(columns))
+        _release(fetch.map)
     return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
 

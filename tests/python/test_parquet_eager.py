@@ -198,3 +198,26 @@ def test_plan_pads_and_stops_at_the_tail(pfile):
     for r, rs in reads.items():
         lo, hi = rg_bytes(md, r)
         assert rs[0][0] == lo and rs[-1][0] + rs[-1][1] == min(hi + eager.PAD, last)
+
+
+def test_the_kept_mapping_is_reused_only_when_nothing_refers_to_it(pfile, tmp_path):
+    """The last read's mapping is taken again (its pages are backed), but
+    never while a buffer export of it is alive, and stale bytes of another
+    file in it are never read."""
+    other = str(tmp_path / "other.parquet")
+    pq.write_table(pa.table({"id": pa.array(range(N, 0, -1), pa.int64()),
+                             "x": pa.array([-1.5] * N)}), other, row_group_size=RG)
+    cpq.read_table(pfile)                   # fills a mapping with pfile's bytes
+    m = eager._cache
+    assert m is not None
+    held = pa.py_buffer(m)                  # as a table referring to it would
+    before = bytes(held)
+    got = cpq.read_table(other, columns=["x"])
+    assert got.equals(pq.read_table(other, columns=["x"]))
+    assert bytes(held) == before            # not written: another mapping was used
+    assert eager._cache is not m
+    del held
+    mine = eager._cache
+    for cols in (None, ["id"], ["x"]):      # the same mapping, over pfile's stale bytes
+        assert cpq.read_table(other, columns=cols).equals(pq.read_table(other, columns=cols))
+        assert eager._cache is mine

@@ -12,7 +12,11 @@ from __future__ import annotations
 import errno as _errno
 import io
 
-from . import _lib
+from . import _codes  # the status codes only: this module loads nothing
+
+# The loaded library, for the messages of failed calls; colio._lib.load
+# sets it (this module is below _lib and never imports it).
+library = None
 
 
 def _rebuild(cls, message, code, errno):
@@ -22,7 +26,7 @@ def _rebuild(cls, message, code, errno):
 class ColioError(Exception):
     """Base of every colio error."""
 
-    default_code = _lib.EINTERNAL
+    default_code = _codes.EINTERNAL
     default_errno = 0
 
     def __init__(self, message: str = "", *, code: int | None = None, errno: int = 0):
@@ -51,29 +55,29 @@ class ColioError(Exception):
 class InvalidArgumentError(ColioError, ValueError):
     """COLIO_EINVAL: a bad argument (negative offset, read past the end,
     unknown setting, freed handle...)."""
-    default_code = _lib.EINVAL
+    default_code = _codes.EINVAL
 
 
 class ColioIOError(ColioError, OSError):
     """COLIO_EIO: the OS reported an I/O error; ``errno`` says which."""
-    default_code = _lib.EIO
+    default_code = _codes.EIO
     default_errno = _errno.EIO
 
 
 class NotFoundError(ColioError, FileNotFoundError):
     """COLIO_ENOTFOUND: no such file."""
-    default_code = _lib.ENOTFOUND
+    default_code = _codes.ENOTFOUND
     default_errno = _errno.ENOENT
 
 
 class ColioPermissionError(ColioError, PermissionError):
-    default_code = _lib.EIO
+    default_code = _codes.EIO
     default_errno = _errno.EACCES
 
 
 class ColioIsADirectoryError(ColioError, IsADirectoryError):
     """A directory where a file was expected (a source or a sink)."""
-    default_code = _lib.EINVAL
+    default_code = _codes.EINVAL
     default_errno = _errno.EISDIR
 
 
@@ -81,41 +85,41 @@ class ColioConnectionError(ColioError, ConnectionError):
     """A remote end point could not be reached (refused, unreachable, reset):
     COLIO_EIO with that errno from a native remote source, or an fsspec
     back end's error at open (then the original is its ``__cause__``)."""
-    default_code = _lib.EIO
+    default_code = _codes.EIO
 
 
 class ColioImportError(ColioError, ImportError):
     """A URL's protocol needs a package that is not installed (s3fs,
     gcsfs...); the original ImportError is its ``__cause__``."""
-    default_code = _lib.ENOTSUP
+    default_code = _codes.ENOTSUP
 
 
 class ClosedError(ColioError, ValueError):
     """COLIO_ECLOSED: the source or sink was closed (like Python's
     "I/O operation on closed file", a ValueError)."""
-    default_code = _lib.ECLOSED
+    default_code = _codes.ECLOSED
 
 
 class ColioTimeoutError(ColioError, TimeoutError):
     """COLIO_ETIMEDOUT: a wait timed out; the operation goes on."""
-    default_code = _lib.ETIMEDOUT
+    default_code = _codes.ETIMEDOUT
     default_errno = _errno.ETIMEDOUT
 
 
 class NotSupportedError(ColioError, io.UnsupportedOperation):
     """COLIO_ENOTSUP: not supported by this build or handle."""
-    default_code = _lib.ENOTSUP
+    default_code = _codes.ENOTSUP
 
 
 class CallbackError(ColioError):
     """COLIO_ECALLBACK: a user callback reported failure (a Python exception
     raised in a callback is re-raised as itself instead)."""
-    default_code = _lib.ECALLBACK
+    default_code = _codes.ECALLBACK
 
 
 class NoSpaceError(ColioError, OSError):
     """COLIO_ENOSPC: disk full, or a memory sink is full."""
-    default_code = _lib.ENOSPC
+    default_code = _codes.ENOSPC
     default_errno = _errno.ENOSPC
 
 
@@ -128,7 +132,7 @@ class ColioMemoryError(NoSpaceError, MemoryError):
 
 class ForkError(ColioError, RuntimeError):
     """COLIO_EFORK: colio was called in a child process after fork()."""
-    default_code = _lib.EFORK
+    default_code = _codes.EFORK
 
 
 # What a Python user can do about COLIO_EFORK; ends every ForkError message.
@@ -140,21 +144,21 @@ FORK_HINT = ("Start worker processes with the 'spawn' or 'forkserver' start meth
 
 class InternalError(ColioError, RuntimeError):
     """COLIO_EINTERNAL: a bug in colio; the message says where."""
-    default_code = _lib.EINTERNAL
+    default_code = _codes.EINTERNAL
 
 
 _BY_CODE = {
-    _lib.EINVAL: InvalidArgumentError,
-    _lib.EIO: ColioIOError,
-    _lib.ENOTFOUND: NotFoundError,
-    _lib.ECLOSED: ClosedError,
-    _lib.ETIMEDOUT: ColioTimeoutError,
-    _lib.ECANCELLED: None,  # ColioCancelledError, made on first use
-    _lib.ENOTSUP: NotSupportedError,
-    _lib.ECALLBACK: CallbackError,
-    _lib.ENOSPC: NoSpaceError,
-    _lib.EFORK: ForkError,
-    _lib.EINTERNAL: InternalError,
+    _codes.EINVAL: InvalidArgumentError,
+    _codes.EIO: ColioIOError,
+    _codes.ENOTFOUND: NotFoundError,
+    _codes.ECLOSED: ClosedError,
+    _codes.ETIMEDOUT: ColioTimeoutError,
+    _codes.ECANCELLED: None,  # ColioCancelledError, made on first use
+    _codes.ENOTSUP: NotSupportedError,
+    _codes.ECALLBACK: CallbackError,
+    _codes.ENOSPC: NoSpaceError,
+    _codes.EFORK: ForkError,
+    _codes.EINTERNAL: InternalError,
 }
 
 # An I/O failure whose errno has a more precise built-in exception.
@@ -193,19 +197,20 @@ def make_error(code: int, message: str | bytes | None, errnum: int = 0) -> Colio
     cls = _BY_CODE.get(code, InternalError)
     if cls is None:
         cls = _cancelled_class()
-    if code in (_lib.EIO, _lib.ECALLBACK) and errnum in _BY_ERRNO:
+    if code in (_codes.EIO, _codes.ECALLBACK) and errnum in _BY_ERRNO:
         cls = _BY_ERRNO[errnum]
-    elif code == _lib.ENOSPC and errnum == _errno.ENOMEM:
+    elif code == _codes.ENOSPC and errnum == _errno.ENOMEM:
         cls = ColioMemoryError
     elif errnum == _errno.EISDIR:  # the library calls a directory an invalid argument
         cls = ColioIsADirectoryError
     return cls(message, code=code, errno=errnum)
 
 
-def last_error(code: int) -> ColioError:
-    """The exception for a failed call made just now on this thread."""
-    L = _lib.L
-    if code == _lib.EFORK:  # the library's message, plus what to do from Python
+def last_error(code: int, lib=None) -> ColioError:
+    """The exception for a failed call made just now on this thread (lib:
+    the library it was made through, if not the loaded one)."""
+    L = lib if lib is not None else library
+    if code == _codes.EFORK:  # the library's message, plus what to do from Python
         msg = (L.colio_last_error() or b"colio: called after fork()").decode("utf-8", "replace")
         msg = python_message(msg)
         return make_error(code, f"{msg.rstrip('.')}. {FORK_HINT}", L.colio_last_errno())
@@ -230,7 +235,7 @@ def _cancelled_class():
 
         class ColioCancelledError(ColioError, CancelledError):
             """COLIO_ECANCELLED: the operation was cancelled."""
-            default_code = _lib.ECANCELLED
+            default_code = _codes.ECANCELLED
 
         ColioCancelledError.__module__ = __name__
         ColioCancelledError.__qualname__ = "ColioCancelledError"

@@ -27,20 +27,13 @@ import threading
 from ctypes import (POINTER, Structure, c_char_p, c_int, c_int64, c_size_t,
                     c_uint32, c_void_p)
 
-# ---- constants (mirroring colio.h) -----------------------------------------
+from . import _errors
+# The status codes live in a leaf module shared with _errors; here too, as
+# the rest of the package reads them (_lib.EINVAL...).
+from ._codes import (ECALLBACK, ECANCELLED, ECLOSED, EFORK, EINTERNAL, EINVAL,  # noqa: F401
+                     EIO, ENOSPC, ENOTFOUND, ENOTSUP, ETIMEDOUT, OK)
 
-OK = 0
-EINVAL = -1
-EIO = -2
-ENOTFOUND = -3
-ECLOSED = -4
-ETIMEDOUT = -5
-ECANCELLED = -6
-ENOTSUP = -7
-ECALLBACK = -8
-ENOSPC = -9
-EFORK = -10
-EINTERNAL = -11
+# ---- constants (mirroring colio.h) -----------------------------------------
 
 WAIT_FOREVER = -1
 APPEND = -1
@@ -388,7 +381,7 @@ def forked() -> bool:
 
 def fork_error(what: str = "colio"):
     """The ForkError for a call made in a forked child."""
-    from ._errors import FORK_HINT, ForkError
+    FORK_HINT, ForkError = _errors.FORK_HINT, _errors.ForkError
     return ForkError(f"{what}: called in a child process after fork(), and this process had "
                      f"loaded libcolio (pid {_pid}) before it forked; the Go runtime inside "
                      f"libcolio does not survive fork. {FORK_HINT}", code=EFORK)
@@ -477,6 +470,7 @@ def load() -> Library:
             exit_timeout()  # an invalid COLIO_EXIT_TIMEOUT fails now, not at exit
             refresh_inline_max(lib)
             _pid = os.getpid()
+            _errors.library = lib
             L = lib
             import atexit
             atexit.register(_at_exit)
@@ -525,19 +519,14 @@ def _apply_environment(lib: Library) -> None:
         text = os.environ.get(var)
         if text is None:
             continue
-        from ._errors import InvalidArgumentError, last_error
+        InvalidArgumentError = _errors.InvalidArgumentError
         try:
             value = parse_size(text)
         except ValueError as e:
             raise InvalidArgumentError(f"colio: invalid {var}={text!r}: {e}") from None
         rc = lib.colio_config_set_int(key.encode(), value)
         if rc:
-            global L
-            L, was = lib, L  # last_error reads the message through L
-            try:
-                err = last_error(rc)
-            finally:
-                L = was
+            err = _errors.last_error(rc, lib)  # not loaded yet: the message through lib
             msg = str(err)  # the library's message names the variable when it read it itself
             raise InvalidArgumentError(
                 msg if var in msg else f"colio: invalid {var}={text!r}: {msg.removeprefix('colio: ')}"
@@ -568,8 +557,7 @@ def exit_timeout(at_exit: bool = False) -> float:
         import sys
         print(f"{msg}; using {EXIT_TIMEOUT_DEFAULT:g}", file=sys.stderr)
         return EXIT_TIMEOUT_DEFAULT
-    from ._errors import InvalidArgumentError
-    raise InvalidArgumentError(msg)
+    raise _errors.InvalidArgumentError(msg)
 
 
 def _at_exit():

@@ -12,6 +12,7 @@ import ctypes
 import operator
 from ctypes import c_char, c_int, c_void_p, py_object
 
+from ._arrow_in import arrow_readable
 from ._errors import InvalidArgumentError
 
 # A valid address for zero-byte requests (the C API rejects NULL buffers).
@@ -153,8 +154,8 @@ def readable(obj, what: str = "the data"):
     if arrow is None:  # hasattr on a type that lacks it costs a raised AttributeError
         arrow = _ARROW_TYPES[t] = hasattr(t, "__arrow_c_array__")
     if arrow:  # pyarrow, polars, colio.ArrowData...
-        from ._arrow import arrow_readable
-        return arrow_readable(obj, what)
+        pin, addr, n = arrow_readable(obj, what)
+        return pin, (addr if addr is not None else EMPTY_ADDR), n
     mv = _memoryview(obj, what)
     if not mv.c_contiguous:
         raise InvalidArgumentError(

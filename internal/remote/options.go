@@ -43,6 +43,7 @@ type Options struct {
 	RequestTimeout   time.Duration
 	CABundle         string
 	Size             int64 // -1: ask the server
+	Prefetch         int64 // > 0: the open GETs and keeps this many first bytes (prefetch.go)
 	Header           http.Header
 
 	// S3 only.
@@ -92,6 +93,11 @@ var options = map[string]option{
 	"ca_bundle": {env: "COLIO_CA_BUNDLE", set: func(o *Options, v string) error {
 		o.CABundle = v
 		return nil
+	}},
+	"prefetch": {env: "COLIO_REMOTE_PREFETCH", set: func(o *Options, v string) error {
+		n, err := intIn(v, 0, MaxPrefetch)
+		o.Prefetch = n
+		return err
 	}},
 	"size": {set: func(o *Options, v string) error {
 		n, err := intIn(v, 0, math.MaxInt64)

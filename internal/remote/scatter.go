@@ -31,7 +31,7 @@ func (s *Source) ReadScatter(ctx context.Context, pieces []source.Piece, off int
 		total += pieceLen(pc)
 	}
 	total = max(0, min(total, s.size-off))
-	var done int64
+	done := s.scatterPrefetch(pieces, off, total)
 	for attempt := 1; ; attempt++ {
 		rest, lead, want := owed(pieces, done, total)
 		if want == 0 {

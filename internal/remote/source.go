@@ -26,6 +26,7 @@ type Source struct {
 	sign   func(ctx context.Context, req *http.Request) error // S3; nil for plain HTTP
 
 	size int64
+	pre  []byte // the object's first bytes, kept from the open (prefetch.go); read-only
 
 	mu            sync.Mutex
 	etag, lastMod string // the object's validators at open (or at the first answer)
@@ -39,7 +40,8 @@ type Source struct {
 var _ source.Source = (*Source)(nil)
 
 // Open opens url (http://, https:// or s3://bucket/key) and learns its
-// size and validators (a HEAD, unless o.Size is set). ctx bounds the open.
+// size and validators (a HEAD, or with o.Prefetch a GET that keeps the
+// first bytes; no request when o.Size is set). ctx bounds the open.
 func Open(ctx context.Context, rawURL string, o Options) (*Source, error) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -71,7 +73,11 @@ func Open(ctx context.Context, rawURL string, o Options) (*Source, error) {
 		return nil, errs.New(errs.NotSupported, "colio: remote sources read http://, https:// and s3:// URLs, not %q", redactURL(rawURL))
 	}
 	if s.size < 0 {
-		if err := s.stat(ctx); err != nil {
+		open := s.stat
+		if o.Prefetch > 0 {
+			open = s.prefetch
+		}
+		if err := open(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -84,6 +90,9 @@ func (s *Source) URL() string { return s.shown }
 func (s *Source) Size() (int64, error) { return s.size, nil }
 
 func (s *Source) Traits() source.Traits {
+	if s.whole() { // every read is a copy from memory
+		return source.Traits{Fast: true, Concurrent: true}
+	}
 	return source.Traits{Concurrent: true, InFlight: s.opt.MaxInFlight, PartSize: s.opt.RequestSize}
 }
 
@@ -108,7 +117,10 @@ func (s *Source) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	done := 0
+	done := s.fromPrefetch(p, off)
+	if done == len(p) {
+		return done, nil
+	}
 	for attempt := 1; ; attempt++ {
 		one := [1]source.Piece{{Buf: p[done:]}}
 		n, err := s.get(ctx, one[:], off+int64(done), int64(len(p)-done), false)

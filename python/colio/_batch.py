@@ -330,16 +330,24 @@ class _Batch(F.Future):
             # back as "read callback failed" instead of the callable's own
             # OSError). The claim is made under a lock; the exception is set
             # outside it, since done-callbacks run then.
+            # The message comes from the handle, read before the claim: a
+            # claimant without it failed the range as a bare "colio: error
+            # -2" (test_batch_error_race). No handle yet (the queue can post
+            # before read_ranges_async stores it) or no more (the notifier
+            # has completed every range and dropped it): the notifier, which
+            # holds it, completes the range. After the claim the handle may
+            # be dropped and freed at any time.
+            h = self._handle
+            if h is None:
+                return
+            msg, en = None, 0
+            m, e = c_char_p(), c_int(0)
+            if _lib.L.colio_future_error_part(h, i, byref(m), byref(e)) == status:
+                msg, en = m.value, e.value
             with _claim_lock:
                 if f._state != _RUNNING or f._claimed:
                     return
                 f._claimed = True
-            msg, en = None, 0
-            h = self._handle
-            if h is not None:
-                m, e = c_char_p(), c_int(0)
-                if _lib.L.colio_future_error_part(h, i, byref(m), byref(e)) == status:
-                    msg, en = m.value, e.value
             exc = _range_error(self._src, lay, i, status, msg, en)
             if not f._set_fast(None, exc):
                 try:

@@ -35,6 +35,10 @@ from __future__ import annotations
 import mmap
 import threading
 
+from ._parquet_ranges import chunk as _chunk
+from ._parquet_ranges import merge as _merge
+from ._parquet_ranges import selected as _selected
+
 PAD = 100  # pyarrow's kMaxDictHeaderSize: its read past a chunk for old writers
 WINDOW = 1099511627776
 
@@ -43,7 +47,6 @@ def plan(md, leaves, row_groups, limit, hole, cap):
     """{row group: [(offset, size), ...]}: the merged reads of each row
     group's chunks of the leaf columns ``leaves``, none reaching ``limit``
     (where the tail that was read already begins)."""
-    from .parquet import _chunk, _merge
     out = {}
     for r in row_groups:
         if r in out:
@@ -229,7 +232,6 @@ def read(src, size, tail_off, tail, md, need, row_groups, filters, columns, hole
     (an expression, or None) and then cut down to ``columns``."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from .parquet import _selected
     rgs = list(range(md.num_row_groups)) if row_groups is None else list(row_groups)
     for r in rgs:
         if not 0 <= r < md.num_row_groups:

@@ -176,9 +176,21 @@ def test_s3_without_credentials_is_a_permission_error(no_aws):
     ep = f"http://127.0.0.1:{_closed_port()}"
     e = _raises(colio.ColioPermissionError, PermissionError,
                 lambda: colio.source("s3://colio-test-bucket/key.bin", skip_instance_cache=True,
-                                     client_kwargs={"endpoint_url": ep}),
+                                     client_kwargs={"endpoint_url": ep}, backend="fsspec"),
                 cause="NoCredentialsError")
     assert "credentials" in str(e).lower()
+
+
+def test_s3_without_credentials_native_is_a_permission_error(no_aws):
+    """The same URL and options on the native source (skip_instance_cache
+    is fsspec's instance option, which the native source ignores): the
+    engine's credential chain finds nothing and says what to pass."""
+    ep = f"http://127.0.0.1:{_closed_port()}"
+    e = _raises(colio.ColioPermissionError, PermissionError,
+                lambda: colio.source("s3://colio-test-bucket/key.bin", skip_instance_cache=True,
+                                     client_kwargs={"endpoint_url": ep}),
+                cause=False)
+    assert "no AWS credentials found" in str(e) and "key=" in str(e)
 
 
 def test_s3_refused_endpoint_is_a_connection_error(no_aws):
@@ -189,6 +201,7 @@ def test_s3_refused_endpoint_is_a_connection_error(no_aws):
     e = _raises(colio.ColioConnectionError, ConnectionError,
                 lambda: colio.source("s3://colio-test-bucket/key.bin", skip_instance_cache=True,
                                      client_kwargs={"endpoint_url": ep},
-                                     config_kwargs={"retries": {"max_attempts": 1}}),
+                                     config_kwargs={"retries": {"max_attempts": 1}},
+                                     backend="fsspec"),
                 cause="EndpointConnectionError")
     assert "colio-test-secret" not in str(e)

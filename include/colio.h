@@ -314,6 +314,11 @@ int colio_work_wait(int64_t timeout_ns);
  *   ca_bundle=PATH         PEM roots added to the system's (COLIO_CA_BUNDLE, else
  *                          AWS_CA_BUNDLE; SSL_CERT_FILE replaces the system roots)
  *   size=BYTES             the object's size, if known: no request at open
+ *   prefetch=BYTES         the open is a GET of the first BYTES instead of a HEAD
+ *                          (COLIO_REMOTE_PREFETCH, default 0 = HEAD, at most 1 GiB): the
+ *                          size and validators come from its answer, its body is kept
+ *                          and reads inside it make no request, so an object no larger
+ *                          is one request in all; ignored with size=
  *   header.NAME=VALUE      an extra request header
  * s3:// only (an S3 option on an http(s) URL is COLIO_EINVAL):
  *   key=, secret=, token=  static credentials; otherwise AWS's default chain

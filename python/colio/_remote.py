@@ -21,7 +21,7 @@ storage option                                   contract key (colio.h)
 ``config_kwargs={"s3": {"addressing_style"}}``   ``path_style``
 ``headers={"Name": "value"}``                    ``header.Name=value`` (http/https)
 ``max_in_flight``, ``request_size``, ``retries``,  the same (integers)
-``size``
+``size``, ``prefetch``
 ``connect_timeout``, ``first_byte_timeout``,     the same (seconds)
 ``idle_timeout``, ``request_timeout``
 ``ca_bundle``                                    the same (a PEM path)
@@ -52,14 +52,14 @@ SCHEMES = ("http", "https", "s3")
 BACKENDS = ("auto", "native", "fsspec")
 REDACTED = "***"
 
-_INTS = ("max_in_flight", "request_size", "retries", "size")
+_INTS = ("max_in_flight", "request_size", "retries", "size", "prefetch")
 _SECONDS = ("connect_timeout", "first_byte_timeout", "idle_timeout", "request_timeout")
 _FLAGS = ("anon", "requester_pays", "path_style")
 _S3_STRINGS = ("key", "secret", "token", "profile", "endpoint_url", "region")
 _S3_ONLY = frozenset(_S3_STRINGS + _FLAGS)
 _SECRET_KEYS = frozenset(("key", "secret", "token"))  # as the library treats them
 # What each integer may be: at least this.
-_INT_MIN = {"max_in_flight": 1, "request_size": 1, "retries": 1, "size": 0}
+_INT_MIN = {"max_in_flight": 1, "request_size": 1, "retries": 1, "size": 0, "prefetch": 0}
 # fsspec's own instance options, which say how the file system object is
 # cached, not how the bytes travel: the native source has nothing to do
 # with them (colio:: passes its target's options through unchanged).

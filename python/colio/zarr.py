@@ -12,7 +12,10 @@ fan-out is capped by that pool, not by colio. This store is that
 FsspecStore with its reads replaced: ``get`` submits the read to colio
 from the event loop and awaits the colio future (no thread per chunk), and
 ``get_partial_values`` is one colio fan-out over every key and range.
-Listing, metadata, writes and deletes stay FsspecStore's, through the
+A key read whole (a chunk, a metadata document) from an http(s) or s3
+target colio reads natively is one request: its source is opened with
+``prefetch`` (docs/remote.md), a GET that brings the first bytes with the
+size, instead of a HEAD and then a GET. Listing, metadata, writes and deletes stay FsspecStore's, through the
 target file system. tests/python/test_zarr.py and bench/fsspec_fs.py
 compare them.
 """
@@ -27,7 +30,8 @@ from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteReques
 from zarr.storage import FsspecStore
 from zarr.storage._fsspec import _dereference_path
 
-from .fsspec import ColioFileSystem, _as_bytes, _range
+from . import _remote
+from .fsspec import _URL_ROUTED, ColioFileSystem, _as_bytes, _range
 
 __all__ = ["Store"]
 
@@ -36,6 +40,11 @@ __all__ = ["Store"]
 # them, 6 on 2 cores, which capped a zarr read at 6 requests in flight
 # whatever async.concurrency said; an idle thread costs only its stack.
 _OPEN_THREADS = 64
+# The prefetch of a key read whole: request_size's default, so that a key
+# no larger (most zarr chunks) is one request, and a larger one no more
+# round trips than a HEAD and its parts were (its first part comes with
+# the open, the rest in parallel after it), never a byte it did not need.
+PREFETCH = 8 << 20
 _opener = None
 _opener_lock = threading.Lock()
 
@@ -83,6 +92,34 @@ class Store(FsspecStore):
     def with_read_only(self, read_only: bool = False) -> "Store":
         return type(self)(self.colio_fs, read_only=read_only, path=self.path)
 
+    def _whole_options(self, url: str):
+        """The storage options that open url natively with prefetch, or
+        None where the file system reads it otherwise (local, memory,
+        fsspec, an option the native source does not know): there a whole
+        read takes the cached source as a ranged one does."""
+        cfs = self.colio_fs
+        if (cfs._local or cfs.target_protocol not in _URL_ROUTED or cfs._routed_options is None
+                or cfs.backend == "fsspec"):
+            return None
+        kw = dict(cfs._routed_options, prefetch=PREFETCH)
+        try:
+            _remote.translate(url, kw)
+        except _remote.NotUnderstood:
+            return None
+        return kw
+
+    async def _open_whole(self, path: str):
+        """A source of its own for a key read whole (opened with prefetch,
+        closed after the read, so no object's bytes stay in memory), or
+        None where the cached sources serve it."""
+        url = self.colio_fs.fs.unstrip_protocol(path)
+        kw = self._whole_options(url)
+        if kw is None:
+            return None
+        import colio
+        return await asyncio.get_running_loop().run_in_executor(
+            _open_pool(), lambda: colio.source(url, backend="native", **kw))
+
     async def _lease(self, path: str):
         cfs = self.colio_fs
         e = cfs._sources.acquire_cached(path, cfs._token(path))
@@ -94,15 +131,20 @@ class Store(FsspecStore):
         """bytes or the exception, per (path, byte_range), all submitted
         before any is awaited."""
         cfs = self.colio_fs
-        leases, waits = [], []
+        leases, own, waits = [], [], []
         try:
             for path, br in paths_ranges:
                 try:
-                    e = await self._lease(path)
-                    leases.append(e)
+                    src = await self._open_whole(path) if br is None else None
+                    if src is not None:
+                        own.append(src)
+                    else:
+                        e = await self._lease(path)
+                        leases.append(e)
+                        src = e.src
                     start, end = _start_end(br)
-                    off, n = _range(start, end, e.src)
-                    waits.append(asyncio.wrap_future(e.src.read_ranges_async([(off, n)])[0]))
+                    off, n = _range(start, end, src)
+                    waits.append(asyncio.wrap_future(src.read_ranges_async([(off, n)])[0]))
                 except Exception as exc:  # noqa: BLE001 - per key, as FsspecStore reports
                     waits.append(exc)
             out = []
@@ -118,6 +160,8 @@ class Store(FsspecStore):
         finally:
             for e in leases:
                 cfs._sources.release(e)
+            for src in own:
+                src.close()
 
     async def get(self, key, prototype, byte_range=None):
         if not self._is_open:

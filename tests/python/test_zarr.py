@@ -6,6 +6,9 @@ server; sharded arrays (partial reads: byte ranges of a shard) included."""
 from __future__ import annotations
 
 import os
+import threading
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -90,7 +93,8 @@ def test_store_opens_chunks_as_concurrently_as_zarr_asks(tmp_path, server):
     """Each chunk is its own object, so each get opens a source (a blocking
     call, run off the event loop). Before, the opens ran on asyncio's
     default executor, min(32, cores + 4) threads: 6 here, so a read with
-    async.concurrency=32 had at most 6 requests in flight."""
+    async.concurrency=32 had at most 6 requests in flight. An open is
+    now the chunk's one GET (prefetch), so no HEAD is made at all."""
     root = tmp_path / "c.zarr"
     rng = np.random.default_rng(3)
     want = rng.random((64, 16))
@@ -107,5 +111,111 @@ def test_store_opens_chunks_as_concurrently_as_zarr_asks(tmp_path, server):
         got = zarr.open_array(colio.zarr.Store(server.url + "/zc/c.zarr", read_only=True),
                               mode="r")[:]
     np.testing.assert_array_equal(got, want)
-    assert server.peak_heads_in_flight >= 16, server.peak_heads_in_flight
+    assert server.peak_heads_in_flight == 0, server.peak_heads_in_flight
     assert server.peak_in_flight >= 16, server.peak_in_flight
+
+
+class _CountingHandler(BaseHTTPRequestHandler):
+    """Serves server.files with single ranges (suffix ones too) and counts
+    each request by method and path."""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def _serve(self, body_too):
+        srv = self.server
+        with srv.lock:
+            srv.counts[(self.command, self.path)] += 1
+        data = srv.files.get(self.path)
+        if data is None:
+            self.send_error(404)
+            return
+        status, body, crange = 200, data, None
+        rng = self.headers.get("Range")
+        if rng:
+            a, _, b = rng.partition("=")[2].partition("-")
+            start = max(0, len(data) - int(b)) if a == "" else int(a)
+            end = len(data) - 1 if a == "" or b == "" else min(int(b), len(data) - 1)
+            if start >= len(data):
+                self.send_response(416)
+                self.send_header("Content-Range", f"bytes */{len(data)}")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            status, body, crange = 206, data[start:end + 1], f"bytes {start}-{end}/{len(data)}"
+        self.send_response(status)
+        if crange:
+            self.send_header("Content-Range", crange)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("ETag", '"v1"')
+        self.end_headers()
+        if body_too:
+            self.wfile.write(body)
+
+    def do_GET(self):
+        self._serve(True)
+
+    def do_HEAD(self):
+        self._serve(False)
+
+
+@pytest.fixture
+def counting(tmp_path):
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _CountingHandler)
+    srv.daemon_threads = True
+    srv.files, srv.counts, srv.lock = {}, Counter(), threading.Lock()
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+    t.join(10)
+
+
+def _serve_tree(srv, root, prefix):
+    for d, _, files in os.walk(root):
+        for f in files:
+            p = os.path.join(d, f)
+            with open(p, "rb") as fh:
+                srv.files[prefix + os.path.relpath(p, root).replace(os.sep, "/")] = fh.read()
+
+
+def _chunk_keys(srv, prefix):
+    return sorted(k for k in srv.files if k.startswith(prefix + "/c/"))
+
+
+@pytest.mark.parametrize("prefetch", [None, 64])
+def test_store_reads_a_chunk_in_one_request(tmp_path, counting, monkeypatch, prefetch):
+    """A chunk read whole is one GET (the open's, with prefetch), as zarr's
+    own FsspecStore makes: before, an open's HEAD and then the GET, two
+    per chunk. With chunks larger than the prefetch (64 bytes here), the
+    rest of each chunk is one more GET, and still no HEAD. Sharded arrays
+    (partial reads of a shard) keep the cached sources; every array is
+    compared with what zarr wrote."""
+    if prefetch is not None:
+        monkeypatch.setattr(colio.zarr, "PREFETCH", prefetch)
+    want = _write(str(tmp_path / "g.zarr"))
+    _serve_tree(counting, tmp_path / "g.zarr", "/g.zarr/")
+    base = f"http://127.0.0.1:{counting.server_address[1]}/g.zarr"
+    chunks = _chunk_keys(counting, "/g.zarr/dense")
+    sizes = [len(counting.files[k]) for k in chunks]
+    assert len(chunks) == 12 * 10 and min(sizes) > 64, (len(chunks), min(sizes))
+
+    def read(store):
+        counting.counts.clear()
+        np.testing.assert_array_equal(zarr.open_array(store, mode="r")[:], want["dense"])
+        return dict(counting.counts)
+
+    plain = read(base + "/dense")
+    ours = read(colio.zarr.Store(base + "/dense", read_only=True))
+    assert not [k for k in ours if k[0] == "HEAD"], ours
+    per_chunk = 1 if prefetch is None else 2
+    assert {k: ours.get(("GET", k)) for k in chunks} == {k: per_chunk for k in chunks}
+    if prefetch is None:
+        assert sum(ours.values()) <= sum(plain.values()), (ours, plain)
+        assert sum(plain[("GET", k)] for k in chunks) == len(chunks)
+    counting.counts.clear()
+    sharded = zarr.open_array(colio.zarr.Store(base + "/sharded", read_only=True), mode="r")
+    np.testing.assert_array_equal(sharded[:], want["sharded"])
+    np.testing.assert_array_equal(sharded[3:37, 5:29], want["sharded"][3:37, 5:29])

@@ -24,11 +24,11 @@ __all__ = [
 
 # name -> module that defines it; imported on first access.
 _LAZY = {
-    "source": "_source", "from_callable": "_source", "from_buffer": "_source",
+    "source": "_open", "from_callable": "_source", "from_buffer": "_source",
     "Source": "_source", "from_fsspec": "_fsspec",
     "sink": "_sink", "Sink": "_sink",
     "Future": "_future",
-    "open": "_stream",
+    "open": "_open",
     "ColioError": "_errors", "InvalidArgumentError": "_errors", "ColioIOError": "_errors",
     "NotFoundError": "_errors", "ClosedError": "_errors", "ColioTimeoutError": "_errors",
     "ColioCancelledError": "_errors", "NotSupportedError": "_errors",

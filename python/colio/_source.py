@@ -484,55 +484,6 @@ def open_native(url: str, storage_options: dict) -> RemoteSource:
     return src
 
 
-def source(path_or_url, *, backend: str = "auto", **storage_options) -> Source:
-    """Opens a source: a local path gives a native file source (pread on
-    colio's workers); an ``http://``, ``https://`` or ``s3://`` URL a native
-    remote source (the engine makes the requests; see colio._remote) when
-    every storage option is one it understands, and any other URL
-    ``scheme://...`` an fsspec source (storage_options go to the file
-    system). ``backend`` ("auto", "native" or "fsspec") forces one for
-    URLs; ``src.backend`` says which was taken."""
-    if isinstance(path_or_url, Source):
-        return path_or_url
-    if backend != "auto":
-        from . import _remote
-        _remote.check_backend(backend, "colio.source()")
-    if not isinstance(path_or_url, (str, bytes, os.PathLike)):
-        raise TypeError("colio.source() takes a path or URL; use colio.from_buffer, "
-                        "colio.from_callable or colio.from_fsspec for "
-                        f"{type(path_or_url).__name__}")
-    path = os.fsdecode(path_or_url)
-    no_nul(path)
-    if "://" in path or "::" in path:
-        scheme = path.split("://", 1)[0] if "://" in path else ""
-        if scheme in ("file", "local") and not storage_options and "::" not in path:
-            return _open_file(path.split("://", 1)[1])
-        from . import _remote
-        native = _remote.choose(path, backend, storage_options, "colio.source()", open_native)
-        if native is not None:
-            return native
-        # fsspec and its back ends raise their own errors (botocore's,
-        # aiohttp's, a bare ValueError); users catch colio's and the
-        # built-in ones, so they are translated, the original chained.
-        try:
-            import fsspec.core
-            fs, p = fsspec.core.url_to_fs(path, **storage_options)
-            from . import _fsspec
-            return _fsspec.from_fsspec(fs, p)
-        except (ColioError, TypeError):
-            raise  # ours already, or a bad argument (as for open())
-        except Exception as e:  # noqa: BLE001 - translated, not swallowed
-            from ._open_errors import open_error
-            raise open_error(e, path) from e
-    if storage_options:
-        raise TypeError("colio.source(): storage options apply to URLs only, not to the "
-                        f"local path {path!r}")
-    if backend == "fsspec":
-        raise InvalidArgumentError("colio.source(): backend='fsspec' applies to URLs; a local "
-                                   f"path is read natively ({path!r})")
-    return _open_file(path)
-
-
 def from_buffer(obj) -> Source:
     """A source over the bytes of any object with the buffer protocol (not
     copied: the object is kept alive and locked until the source closes)."""
@@ -720,10 +671,3 @@ def _check_travels(fn, name) -> None:
 def _from_callable_args(fn, size, concurrent, fast):
     return from_callable(fn, size, concurrent, fast=fast)
 
-
-def from_fsspec(fs, path: str, **kwargs) -> Source:
-    from . import _fsspec
-    return _fsspec.from_fsspec(fs, path, **kwargs)
-
-
-from_fsspec.__doc__ = "See colio._fsspec.from_fsspec."

@@ -61,14 +61,14 @@ ARROW_HOLE = 8 << 10     # pyarrow's pre_buffer hole (CacheOptions.hole_size_lim
 
 
 def _open_source(where, storage_options):
-    from . import _source
+    from . import _open, _source
     if isinstance(where, _source.Source):
         if storage_options:
             raise TypeError("colio.parquet: storage options apply to paths and URLs, "
                             "not to an open colio.Source")
         return where, False
     if isinstance(where, (str, bytes, os.PathLike)):
-        return _source.source(where, **storage_options), True
+        return _open.source(where, **storage_options), True
     raise TypeError("colio.parquet takes a path, a URL or a colio.Source, not "
                     f"{type(where).__name__}")
 

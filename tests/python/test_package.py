@@ -257,3 +257,39 @@ def test_wheel_contains_the_library(tmp_path):
                             if k != "COLIO_LIBRARY"})
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[0] == str(tmp_path / "site" / "colio" / "libcolio.so")
+
+
+def test_no_module_imports_another_in_a_circle():
+    """The package's modules form a hierarchy: none imports (at the top or
+    inside a function) a module that imports it back, directly or through
+    others. Three such circles existed (_errors/_lib, _arrow/_buffers/...,
+    _fsspec/_source/_stream) before they were untangled."""
+    import ast
+    pkg = os.path.dirname(colio.__file__)
+    mods = {f[:-3] for f in os.listdir(pkg) if f.endswith(".py")}
+    graph = {}
+    for m in mods:
+        with open(os.path.join(pkg, m + ".py")) as f:
+            tree = ast.parse(f.read())
+        deps = set()
+        for n in ast.walk(tree):
+            if isinstance(n, ast.ImportFrom) and n.level == 1:
+                deps.update([n.module.split(".")[0]] if n.module else [a.name for a in n.names])
+            elif isinstance(n, ast.ImportFrom) and (n.module or "").startswith("colio"):
+                parts = n.module.split(".")
+                deps.update(parts[1:2] if len(parts) > 1 else [a.name for a in n.names])
+            elif isinstance(n, ast.Import):
+                deps.update(a.name.split(".")[1] for a in n.names if a.name.startswith("colio."))
+        graph[m] = {d for d in deps if d in mods and d != m}
+
+    def reach(start):
+        seen, todo = set(), [start]
+        while todo:
+            for d in graph[todo.pop()]:
+                if d not in seen:
+                    seen.add(d)
+                    todo.append(d)
+        return seen
+
+    circles = sorted(m for m in graph if m in reach(m))
+    assert circles == [], f"modules in an import circle: {circles}"

@@ -232,57 +232,98 @@ def read(src, size, tail_off, tail, md, need, row_groups, filters, columns, hole
     (an expression, or None) and then cut down to ``columns``."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-    rgs = list(range(md.num_row_groups)) if row_groups is None else list(row_groups)
-    for r in rgs:
-        if not 0 <= r < md.num_row_groups:
-            raise IndexError(f"colio.parquet: row group {r} out of range (the file has "
-                             f"{md.num_row_groups})")
+    rgs = _row_groups(md, row_groups)
     if filters is not None and rgs:
-        rgs = _prune(tail_off, tail, size, md, rgs, filters)
+        rgs = _prune(_footer_only(tail_off, tail, size), rgs, filters)
     leaves = [i for i in range(md.num_columns) if _selected(md.schema.column(i).path, need)]
     fetch = Fetch(src, size, tail_off, tail, plan(md, leaves, rgs, tail_off, hole, cap),
                   WINDOW if window is None else window)
     pf = None
     try:
         pf = pq.ParquetFile(pa.BufferReader(fetch.mem), metadata=md, pre_buffer=False)
-        tables = []
-        i = 0
-        while i < len(rgs):
-            fetch.wait(rgs[i])
-            j = i + 1  # with every later row group already here: one call
-            while j < len(rgs) and fetch.done(rgs[j]):
-                fetch.wait(rgs[j])
-                j += 1
-            t = pf.read_row_groups(rgs[i:j], columns=need, use_threads=True)
-            if filters is not None:
-                t = t.filter(filters)
-            if columns is not None and filters is not None:
-                t = t.select(list(columns))
-            tables.append(t)
-            i = j
-        if not tables:
-            t = pf.read_row_groups([], columns=need)
-            tables.append(t if columns is None else t.select(list(columns)))
+        return _decoded(pf, _batches(fetch, rgs), need, filters, columns)
     except BaseException:
         fetch.cancel()
         raise
     finally:
-        pf = t = None  # pyarrow's references to the mapping, before _release
+        pf = None  # pyarrow's references to the mapping, before _release
         fetch.release()
         _release(fetch.map)
+
+
+def _row_groups(md, row_groups):
+    rgs = list(range(md.num_row_groups)) if row_groups is None else list(row_groups)
+    for r in rgs:
+        if not 0 <= r < md.num_row_groups:
+            raise IndexError(f"colio.parquet: row group {r} out of range (the file has "
+                             f"{md.num_row_groups})")
+    return rgs
+
+
+def _batches(fetch, rgs):
+    """rgs in runs, each run as soon as its first row group's reads are
+    done, with every later one already done."""
+    i = 0
+    while i < len(rgs):
+        fetch.wait(rgs[i])
+        j = i + 1
+        while j < len(rgs) and fetch.done(rgs[j]):
+            fetch.wait(rgs[j])
+            j += 1
+        yield rgs[i:j]
+        i = j
+
+
+def _decoded(pf, batches, need, filters, columns):
+    """The table of the row groups of every batch, decoded batch by batch
+    (``read_row_groups`` releases the GIL and decodes the columns on
+    pyarrow's threads), filtered and cut down to ``columns``."""
+    import pyarrow as pa
+    tables = []
+    for rgs in batches:
+        if not rgs:
+            continue
+        t = pf.read_row_groups(rgs, columns=need, use_threads=True)
+        if filters is not None:
+            t = t.filter(filters)
+            if columns is not None:
+                t = t.select(list(columns))
+        tables.append(t)
+    if not tables:
+        t = pf.read_row_groups([], columns=need)
+        tables.append(t if columns is None else t.select(list(columns)))
     return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
 
-def _prune(tail_off, tail, size, md, rgs, expr):
+def _prune(reader, rgs, expr):
     """The row groups of rgs whose statistics do not rule out a row passing
-    ``expr`` (what pyarrow's own read_table skips), in rgs's order."""
-    import pyarrow as pa
+    ``expr`` (what pyarrow's own read_table skips), in rgs's order; reader
+    is a pyarrow file whose footer can be read (nothing else is)."""
     import pyarrow.dataset as ds
-    # A fragment over a buffer that holds only the footer: it reads
-    # nothing else to apply statistics.
-    buf = pa.allocate_buffer(max(size, 1))  # only the tail's pages are touched
-    memoryview(buf).cast("B")[tail_off:size] = tail
-    frag = ds.ParquetFileFormat().make_fragment(pa.BufferReader(buf))
+    frag = ds.ParquetFileFormat().make_fragment(reader)
     frag = frag.subset(row_group_ids=sorted(set(rgs)))
     keep = {g.id for g in frag.subset(filter=expr).row_groups}
     return [r for r in rgs if r in keep]
+
+
+def _footer_only(tail_off, tail, size):
+    """A pyarrow file of size bytes of which only the tail is there."""
+    import pyarrow as pa
+    buf = pa.allocate_buffer(max(size, 1))  # only the tail's pages are touched
+    memoryview(buf).cast("B")[tail_off:size] = tail
+    return pa.BufferReader(buf)
+
+
+def read_local(path, need, row_groups, filters, columns):
+    """read for a local file: nothing to fetch, so pyarrow decodes from a
+    memory map of it (no copy at all; measured 161 ms for the 200 MB bench
+    file against 359 ms through colio's reads and 380 ms for
+    pq.read_table(path)). A file truncated while it is read raises SIGBUS
+    there, as with pyarrow's own memory_map=True."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    pf = pq.ParquetFile(pa.memory_map(path), pre_buffer=False)
+    rgs = _row_groups(pf.metadata, row_groups)
+    if filters is not None and rgs:
+        rgs = _prune(pa.memory_map(path), rgs, filters)
+    return _decoded(pf, [rgs], need, filters, columns)

@@ -52,6 +52,10 @@ import bisect
 import io
 import os
 
+from ._parquet_ranges import chunk as _chunk
+from ._parquet_ranges import merge as _merge
+from ._parquet_ranges import selected as _selected
+
 __all__ = ["open", "read_table", "read_metadata", "column_ranges", "PrefetchedFile"]
 
 TAIL = 64 << 10          # the first tail read at least: most footers fit
@@ -123,13 +127,6 @@ def _name(where):
     return repr(os.fsdecode(where)) if isinstance(where, (str, bytes, os.PathLike)) else repr(where)
 
 
-def _selected(path, columns):
-    # By top-level column: pyarrow's dataset reader reads a whole struct
-    # to project one field of it, so "s.x" needs every leaf of "s".
-    top = path.split(".", 1)[0]
-    return columns is None or any(top == c.split(".", 1)[0] for c in columns)
-
-
 def column_ranges(md, columns=None, row_groups=None, size=None):
     """The (offset, size) byte ranges that reading ``columns`` (None: all) of
     ``row_groups`` (None: all) needs, from the file metadata ``md``; with
@@ -158,31 +155,6 @@ def column_ranges(md, columns=None, row_groups=None, size=None):
             footer = size - 8 - int(md.serialized_size)
             if end < footer:
                 out.append((end, footer - end))
-    return out
-
-
-def _chunk(cc):
-    """(offset, size) of a column chunk: from its dictionary page, if it
-    has one, to its end."""
-    start = cc.data_page_offset
-    d = cc.dictionary_page_offset
-    if cc.has_dictionary_page and d is not None and 0 < d < start:
-        start = d
-    return start, cc.total_compressed_size
-
-
-def _merge(ranges, hole, cap):
-    """ranges merged across gaps of at most hole, into reads of at most cap
-    (a single larger range stays whole): internal/plan's rule, for sources
-    whose reads bypass the engine."""
-    out = []
-    for off, n in sorted(r for r in ranges if r[1] > 0):
-        if out:
-            o, m = out[-1]
-            if off < o + m or (off - (o + m) <= hole and off + n - o <= cap):
-                out[-1] = (o, max(o + m, off + n) - o)
-                continue
-        out.append((off, n))
     return out
 
 
@@ -346,6 +318,10 @@ def read_table(where, columns=None, filters=None, row_groups=None, **storage_opt
     need = _needed(columns, filters)
     hole = storage_options.pop("coalesce_hole", None)
     cap = storage_options.pop("coalesce_max", None)
+    from . import _parquet_eager
+    if _is_local_path(where, storage_options) and (hole, cap) == (None, None):
+        # No latency to hide: pyarrow decodes from a memory map of the file.
+        return _parquet_eager.read_local(os.fspath(where), need, row_groups, expr, columns)
     src, owned = _open_source(where, storage_options)
     try:
         if (hole, cap) != (None, None) and not owned:
@@ -361,7 +337,6 @@ def read_table(where, columns=None, filters=None, row_groups=None, **storage_opt
         size = src.size
         tail_off, tail = _tail(src, size, _name(where))
         md = _parse(tail)
-        from . import _parquet_eager
         return _parquet_eager.read(src, size, tail_off, tail, md, need, row_groups, expr,
                                    columns, hole, cap)
     finally:
@@ -396,6 +371,13 @@ def _filtered(t, filters, columns):
     expr = pq.filters_to_expression(filters) if isinstance(filters, list) else filters
     t = t.filter(expr)
     return t if columns is None else t.select(list(columns))
+
+
+def _is_local_path(where, storage_options):
+    if storage_options or not isinstance(where, (str, bytes, os.PathLike)):
+        return False
+    p = os.fsdecode(where)
+    return "://" not in p and "::" not in p
 
 
 def _filter_columns(filters):

@@ -2,8 +2,10 @@
 row groups in the order asked (duplicates too), a range that fails part-way
 raises its error and leaves no read running, filters prune row groups by
 their statistics before anything of them is fetched, the in-flight window
-starts row groups in order, coalesce_hole / coalesce_max reach the source.
-Every table is compared with pyarrow's read of the local file."""
+starts row groups in order, coalesce_hole / coalesce_max reach the source,
+the kept mapping is reused only when nothing refers to it; local paths are
+memory-mapped and give the same tables. Every table is compared with
+pyarrow's read of the local file."""
 
 import threading
 
@@ -82,9 +84,11 @@ def test_row_groups_in_the_order_asked(pfile):
     for rgs in ([7, 0, 3], [2, 2, 5, 2], [5], [], list(range(8))[::-1]):
         for cols in (None, ["s"], ["l", "id"]):
             want = ref.read_row_groups(rgs, columns=cols)
-            got = cpq.read_table(pfile, columns=cols, row_groups=rgs)
-            assert got.equals(want), (rgs, cols)
-            assert got.column_names == want.column_names
+            with colio.source(pfile) as src:  # colio's reads; a path is memory-mapped
+                for where in (pfile, src):
+                    got = cpq.read_table(where, columns=cols, row_groups=rgs)
+                    assert got.equals(want), (rgs, cols, where)
+                    assert got.column_names == want.column_names
 
 
 def test_each_row_group_is_fetched_once(pfile):
@@ -134,10 +138,13 @@ def test_filters_prune_row_groups_before_fetching(pfile):
             assert all(o >= rg_bytes(md, 7)[1] for o, _ in rec.reads())  # only the tail
         else:
             assert first >= rg_bytes(md, lowest_kept)[0]
+        assert cpq.read_table(pfile, columns=cols, filters=flt).equals(want), flt  # mapped
     # With row groups named as well: the filter applies within them.
     flt = [("id", ">=", 1234)]
     want = pq.ParquetFile(pfile).read_row_groups([3, 1]).filter(pq.filters_to_expression(flt))
     assert cpq.read_table(pfile, filters=flt, row_groups=[3, 1]).equals(want)
+    with colio.source(pfile) as src:
+        assert cpq.read_table(src, filters=flt, row_groups=[3, 1]).equals(want)
 
 
 def _matches_rg(path, r, flt):
@@ -207,17 +214,20 @@ def test_the_kept_mapping_is_reused_only_when_nothing_refers_to_it(pfile, tmp_pa
     other = str(tmp_path / "other.parquet")
     pq.write_table(pa.table({"id": pa.array(range(N, 0, -1), pa.int64()),
                              "x": pa.array([-1.5] * N)}), other, row_group_size=RG)
-    cpq.read_table(pfile)                   # fills a mapping with pfile's bytes
+    def read(path, cols=None):  # through colio's reads (a path is memory-mapped)
+        with colio.source(path) as src:
+            return cpq.read_table(src, columns=cols)
+    read(pfile)                             # fills a mapping with pfile's bytes
     m = eager._cache
     assert m is not None
     held = pa.py_buffer(m)                  # as a table referring to it would
     before = bytes(held)
-    got = cpq.read_table(other, columns=["x"])
+    got = read(other, ["x"])
     assert got.equals(pq.read_table(other, columns=["x"]))
     assert bytes(held) == before            # not written: another mapping was used
     assert eager._cache is not m
     del held
     mine = eager._cache
     for cols in (None, ["id"], ["x"]):      # the same mapping, over pfile's stale bytes
-        assert cpq.read_table(other, columns=cols).equals(pq.read_table(other, columns=cols))
+        assert read(other, cols).equals(pq.read_table(other, columns=cols))
         assert eager._cache is mine

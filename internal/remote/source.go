@@ -180,6 +180,7 @@ func (s *Source) head(ctx context.Context) error {
 			return err
 		}
 	}
+	t0 := time.Now()
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return causeOf(actx, err)
@@ -188,6 +189,9 @@ func (s *Source) head(ctx context.Context) error {
 	if resp.StatusCode/100 != 2 {
 		return readHTTPError(resp)
 	}
+	// The open's round trip is a latency like any answer's: the first
+	// fan-out's hole comes from it (coalesce.go), not from a guess.
+	s.meter.record(time.Since(t0), 0, 0)
 	if resp.ContentLength < 0 {
 		return errNoLength
 	}
@@ -276,10 +280,10 @@ func (s *Source) get(ctx context.Context, pieces []source.Piece, off, want int64
 	if err != nil {
 		return n, causeOf(actx, err)
 	}
+	s.meter.record(t1.Sub(t0), n, time.Since(t1))
 	if probe {
 		return 0, nil
 	}
-	s.meter.record(t1.Sub(t0), n, time.Since(t1))
 	return n, nil
 }
 

@@ -108,14 +108,16 @@ def _unused(m) -> bool:
 
 
 def _release(m) -> None:
-    """Keeps m for the next read if nothing refers to it any more (a table
-    that did would keep it from being reused, and from MADV_FREE: the
+    """Keeps m for the next read, which takes it only if nothing refers to
+    it by then (a read's pin can outlive the read until the notifier has
+    seen its completion; a table that referred to the memory would keep
+    it for good). MADV_FREE only when nothing refers to it now: the
     kernel may take the pages of a freed range back meanwhile, which only
-    makes them fresh again)."""
+    makes them fresh again."""
     global _cache
-    if len(m) > CACHE_MAX or not _unused(m):
+    if len(m) > CACHE_MAX:
         return
-    if hasattr(mmap, "MADV_FREE"):
+    if hasattr(mmap, "MADV_FREE") and _unused(m):
         try:
             m.madvise(mmap.MADV_FREE)
         except OSError:

@@ -15,9 +15,9 @@ from the event loop and awaits the colio future (no thread per chunk), and
 A key read whole (a chunk, a metadata document) from an http(s) or s3
 target colio reads natively is one request: its source is opened with
 ``prefetch`` (docs/remote.md), a GET that brings the first bytes with the
-size, instead of a HEAD and then a GET. Listing, metadata, writes and deletes stay FsspecStore's, through the
-target file system. tests/python/test_zarr.py and bench/fsspec_fs.py
-compare them.
+size, instead of a HEAD and then a GET. Listing, writes and deletes stay
+FsspecStore's, through the target file system. tests/python/test_zarr.py
+and bench/fsspec_fs.py compare them.
 """
 
 from __future__ import annotations
@@ -36,9 +36,10 @@ from .fsspec import _URL_ROUTED, ColioFileSystem, _as_bytes, _range
 __all__ = ["Store"]
 
 # Threads that open sources for chunks not yet open (an open waits on the
-# network: a HEAD). asyncio's default executor has min(32, cores + 4) of
-# them, 6 on 2 cores, which capped a zarr read at 6 requests in flight
-# whatever async.concurrency said; an idle thread costs only its stack.
+# network: a HEAD, or the prefetch GET). asyncio's default executor has
+# min(32, cores + 4) of them, 6 on 2 cores, which capped a zarr read at 6
+# requests in flight whatever async.concurrency said; an idle thread costs
+# only its stack.
 _OPEN_THREADS = 64
 # The prefetch of a key read whole: request_size's default, so that a key
 # no larger (most zarr chunks) is one request, and a larger one no more

@@ -109,17 +109,22 @@ class Store(FsspecStore):
             return None
         return kw
 
-    async def _open_whole(self, path: str):
-        """A source of its own for a key read whole (opened with prefetch,
-        closed after the read, so no object's bytes stay in memory), or
-        None where the cached sources serve it."""
+    def _fetch_whole(self, path: str):
+        """A future of the bytes of a key read whole, run on the open pool:
+        a source of its own opened with prefetch (one GET for an object
+        that fits), read and closed there, so that a chunk costs one hop
+        off the loop and no object's bytes stay in memory; or None where
+        the cached sources serve the key."""
         url = self.colio_fs.fs.unstrip_protocol(path)
         kw = self._whole_options(url)
         if kw is None:
             return None
         import colio
-        return await asyncio.get_running_loop().run_in_executor(
-            _open_pool(), lambda: colio.source(url, backend="native", **kw))
+
+        def fetch():
+            with colio.source(url, backend="native", **kw) as src:
+                return src.read(0, src.size)
+        return asyncio.get_running_loop().run_in_executor(_open_pool(), fetch)
 
     async def _lease(self, path: str):
         cfs = self.colio_fs
@@ -132,17 +137,17 @@ class Store(FsspecStore):
         """bytes or the exception, per (path, byte_range), all submitted
         before any is awaited."""
         cfs = self.colio_fs
-        leases, own, waits = [], [], []
+        leases, waits = [], []
         try:
             for path, br in paths_ranges:
                 try:
-                    src = await self._open_whole(path) if br is None else None
-                    if src is not None:
-                        own.append(src)
-                    else:
-                        e = await self._lease(path)
-                        leases.append(e)
-                        src = e.src
+                    whole = self._fetch_whole(path) if br is None else None
+                    if whole is not None:
+                        waits.append(whole)
+                        continue
+                    e = await self._lease(path)
+                    leases.append(e)
+                    src = e.src
                     start, end = _start_end(br)
                     off, n = _range(start, end, src)
                     waits.append(asyncio.wrap_future(src.read_ranges_async([(off, n)])[0]))
@@ -161,8 +166,6 @@ class Store(FsspecStore):
         finally:
             for e in leases:
                 cfs._sources.release(e)
-            for src in own:
-                src.close()
 
     async def get(self, key, prototype, byte_range=None):
         if not self._is_open:

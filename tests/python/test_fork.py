@@ -5,8 +5,8 @@ The Go runtime inside libcolio does not survive fork(). What must hold:
 - ``import colio`` alone loads nothing, so a process may fork and the child
   use colio (it loads its own library);
 - after the library was loaded, every colio call in a forked child raises
-  colio.ForkError (naming the spawn and forkserver start methods) within a
-  second, never hangs: calls into C, waits on futures the parent started,
+  colio.ForkError (naming the spawn and forkserver start methods) at once,
+  never waits or hangs: calls into C, waits on futures the parent started,
   fsspec reads, settings, closes;
 - the child exits cleanly: os._exit, sys.exit (atexit drains and interpreter
   finalisation), garbage collection of inherited sources, sinks, streams
@@ -41,9 +41,17 @@ def run_py(code: str, timeout=60):
                           timeout=timeout)
 
 
+# A forked child's ForkError comes before any wait: milliseconds (22 ms at
+# most measured with the machine's 2 cores at a load of 8). This bound is a
+# hang watchdog, not a speed test: 1 s was one, and a wall-clock second on a
+# shared machine (load averages near 1,000 were seen) fails without a bug.
+# A call that waits instead of raising still fails it: the in-flight waits
+# below pass 30 s timeouts, and the child's alarm ends it at 20 s.
+AT_ONCE = 10.0
+
 # Shared by the scripts below: fork, run child() in the child (SIGALRM kills
 # a hung child), wait for it with a deadline, print its exit code.
-PRELUDE = r"""
+PRELUDE = f"AT_ONCE = {AT_ONCE}\n" + r"""
 import gc, json, os, signal, sys, time
 import colio
 
@@ -73,7 +81,7 @@ def expect_fork_error(name, fn, out):
         took = time.monotonic() - t0
         msg = str(e)
         ok = "spawn" in msg and "forkserver" in msg
-        out[name] = "ok" if ok and took < 1.0 else f"slow {took:.2f}s or message {msg!r}"
+        out[name] = "ok" if ok and took < AT_ONCE else f"slow {took:.2f}s or message {msg!r}"
     except BaseException as e:
         out[name] = f"{type(e).__name__}: {e}"
 """
@@ -207,7 +215,7 @@ print(json.dumps(res))
     child, parent = lines
     bad = {k: v for k, v in child.items() if v not in ("ok", True) and k != "total_s"}
     assert not bad, bad
-    assert child["total_s"] < 5.0
+    assert child["total_s"] < AT_ONCE
     assert parent == {"child": 0, "parent_inflight": True, "parent_read": True,
                       "parent_sink": True}
     assert r.stderr == ""  # no "Exception ignored" from finalisers, no tracebacks
@@ -230,7 +238,7 @@ def child():
     # drop every inherited object and collect: finalisers must stay silent
     del src, sink, fsrc, stream, slow_src, inflight, inflight_ranges, done_fut
     gc.collect()
-    assert time.monotonic() - t0 < 1.0
+    assert time.monotonic() - t0 < AT_ONCE
     {end}
 res = fork_and_wait(child)
 gate.set()
@@ -266,7 +274,7 @@ if __name__ == '__main__':
     p.start()
     got = q.get(timeout=20)
     p.join(20)
-    ok = got[0] == 'ok' and 'spawn' in got[1] and 'forkserver' in got[1] and got[2] < 1.0
+    ok = got[0] == 'ok' and 'spawn' in got[1] and 'forkserver' in got[1] and got[2] < AT_ONCE
     print(json.dumps({{'ok': ok, 'exitcode': p.exitcode, 'parent': s.read(0, 3) == open({path!r}, 'rb').read(3)}}))
 """)
     assert r.returncode == 0, r.stderr

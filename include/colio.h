@@ -319,6 +319,9 @@ int colio_work_wait(int64_t timeout_ns);
  *                          size and validators come from its answer, its body is kept
  *                          and reads inside it make no request, so an object no larger
  *                          is one request in all; ignored with size=
+ *   prefetch_tail=BYTES    the same for the last BYTES (a GET of bytes=-BYTES:
+ *                          COLIO_REMOTE_PREFETCH_TAIL, default 0): a Parquet footer or a
+ *                          zip directory comes with the open; not with prefetch=
  *   header.NAME=VALUE      an extra request header
  * s3:// only (an S3 option on an http(s) URL is COLIO_EINVAL):
  *   key=, secret=, token=  static credentials; otherwise AWS's default chain

@@ -44,6 +44,7 @@ type Options struct {
 	CABundle         string
 	Size             int64 // -1: ask the server
 	Prefetch         int64 // > 0: the open GETs and keeps this many first bytes (prefetch.go)
+	PrefetchTail     int64 // > 0: the open GETs and keeps this many last bytes (prefetch.go)
 	Header           http.Header
 
 	// S3 only.
@@ -97,6 +98,11 @@ var options = map[string]option{
 	"prefetch": {env: "COLIO_REMOTE_PREFETCH", set: func(o *Options, v string) error {
 		n, err := intIn(v, 0, MaxPrefetch)
 		o.Prefetch = n
+		return err
+	}},
+	"prefetch_tail": {env: "COLIO_REMOTE_PREFETCH_TAIL", set: func(o *Options, v string) error {
+		n, err := intIn(v, 0, MaxPrefetch)
+		o.PrefetchTail = n
 		return err
 	}},
 	"size": {set: func(o *Options, v string) error {

@@ -18,6 +18,10 @@ import (
 // chunk, a small JSON) costs one round trip in all instead of two. The
 // kept bytes are the version the validators name, like every later answer
 // (If-Match), so no read mixes two versions.
+//
+// prefetch_tail=N keeps the last N bytes instead (bytes=-N): a Parquet
+// footer or a zip's central directory then comes with the open, which is
+// one round trip fewer for every reader that starts at the end.
 
 // MaxPrefetch bounds prefetch: the body is one request and one Go
 // allocation, which cannot fail gracefully.
@@ -28,14 +32,19 @@ const MaxPrefetch = 1 << 30
 func (s *Source) prefetch(ctx context.Context) error {
 	var err error
 	attempt := 1
+	get, what := s.getPrefix, rangeHeader(0, s.opt.Prefetch)
+	n := s.opt.Prefetch
+	if s.opt.PrefetchTail > 0 {
+		get, what, n = s.getSuffix, "bytes=-"+strconv.FormatInt(s.opt.PrefetchTail, 10), s.opt.PrefetchTail
+	}
 	for ; ; attempt++ {
-		err = s.getPrefix(ctx, s.opt.Prefetch)
+		err = get(ctx, n)
 		if err == nil || attempt >= s.opt.Retries || !retryable(err) || !s.backoff(ctx, attempt, err) {
 			break
 		}
 	}
 	if err != nil {
-		return classify("GET "+s.shown+" "+rangeHeader(0, s.opt.Prefetch), attempt, err)
+		return classify("GET "+s.shown+" "+what, attempt, err)
 	}
 	return nil
 }
@@ -130,28 +139,34 @@ func (s *Source) getPrefix(ctx context.Context, n int64) error {
 	return nil
 }
 
-// fromPrefetch copies what the kept bytes hold of [off, off+len(p)) into p.
+// fromPrefetch copies what the kept bytes hold of [off, off+len(p)) into
+// p, from its start: nothing when off is before them (a read that
+// begins there is one GET, as without a prefetch).
 func (s *Source) fromPrefetch(p []byte, off int64) int {
-	if off >= int64(len(s.pre)) {
+	if off < s.preOff || off >= s.preOff+int64(len(s.pre)) {
 		return 0
 	}
-	return copy(p, s.pre[off:])
+	return copy(p, s.pre[off-s.preOff:])
 }
 
 // scatterPrefetch fills the pieces' first bytes from the kept ones and
 // returns how many of the layout's bytes (holes included) they covered.
 func (s *Source) scatterPrefetch(pieces []source.Piece, off, total int64) int64 {
-	have := min(total, int64(len(s.pre))-off)
+	if off < s.preOff {
+		return 0
+	}
+	have := min(total, s.preOff+int64(len(s.pre))-off)
 	if have <= 0 {
 		return 0
 	}
+	kept := s.pre[off-s.preOff:]
 	var at int64
 	for _, pc := range pieces {
 		if at >= have {
 			break
 		}
 		if pc.Buf != nil {
-			copy(pc.Buf[:min(int64(len(pc.Buf)), have-at)], s.pre[off+at:])
+			copy(pc.Buf[:min(int64(len(pc.Buf)), have-at)], kept[at:])
 		}
 		at += pieceLen(pc)
 	}
@@ -160,4 +175,81 @@ func (s *Source) scatterPrefetch(pieces []source.Piece, off, total int64) int64 
 
 // whole is whether the kept bytes are the entire object: the source is
 // then memory, with none of a network's latency.
-func (s *Source) whole() bool { return s.opt.Prefetch > 0 && int64(len(s.pre)) == s.size }
+func (s *Source) whole() bool {
+	return (s.opt.Prefetch > 0 || s.opt.PrefetchTail > 0) && s.preOff == 0 && int64(len(s.pre)) == s.size
+}
+
+// getSuffix is one attempt of the tail's open: GET bytes=-n. A 206 names
+// the size and where the tail starts (it must end at the object's end);
+// a 200 (Range ignored) is the whole object, kept when it fits in n and
+// otherwise left unread (a later read meets the ignored Range); a 416
+// with "bytes */0", or an empty answer, is the empty object.
+func (s *Source) getSuffix(ctx context.Context, n int64) error {
+	actx, cancel := s.attemptCtx(ctx)
+	defer cancel()
+	req, err := s.request(actx, http.MethodGet)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Range", "bytes=-"+strconv.FormatInt(n, 10))
+	if s.sign != nil {
+		if err := s.sign(actx, req); err != nil {
+			return err
+		}
+	}
+	t0 := time.Now()
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return causeOf(actx, err)
+	}
+	defer resp.Body.Close()
+	t1 := time.Now()
+	var size, from, want int64
+	switch resp.StatusCode {
+	case http.StatusRequestedRangeNotSatisfiable:
+		cr, err := parseContentRange(resp.Header.Get("Content-Range"))
+		if err != nil || cr.First != -1 || cr.Total != 0 {
+			return readHTTPError(resp)
+		}
+	case http.StatusPartialContent:
+		cr, err := parseContentRange(resp.Header.Get("Content-Range"))
+		if err != nil {
+			return &protocolError{err.Error()}
+		}
+		// The last bytes, at most n of them: a tail that does not end at
+		// the object's end, or is longer than asked, is not one.
+		if cr.Total < 0 || cr.Last != cr.Total-1 || cr.Last-cr.First+1 > n || cr.First < 0 {
+			return &protocolError{"asked for bytes=-" + strconv.FormatInt(n, 10) +
+				", the server sent Content-Range " + clip(resp.Header.Get("Content-Range"), 80)}
+		}
+		size, from, want = cr.Total, cr.First, cr.Last-cr.First+1
+		if resp.ContentLength >= 0 && resp.ContentLength != want {
+			return &protocolError{"a body of " + strconv.FormatInt(resp.ContentLength, 10) +
+				" bytes for bytes=-" + strconv.FormatInt(n, 10)}
+		}
+	case http.StatusOK:
+		if resp.ContentLength < 0 {
+			return &protocolError{"the server ignored the Range header and sent no length: the object's size is unknown"}
+		}
+		size = resp.ContentLength
+		if size <= n {
+			want = size
+		}
+	default:
+		return readHTTPError(resp)
+	}
+	if err := s.validate(resp); err != nil {
+		return err
+	}
+	body := make([]byte, want)
+	if want > 0 {
+		got, err := s.readBody(actx, io.LimitReader(resp.Body, want), []source.Piece{{Buf: body}}, want)
+		if err != nil {
+			return causeOf(actx, err)
+		}
+		body = body[:got]
+	}
+	s.size, s.pre, s.preOff = size, body[:len(body):len(body)], from
+	s.meter.record(t1.Sub(t0), int64(len(body)), time.Since(t1))
+	return nil
+}

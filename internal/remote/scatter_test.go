@@ -271,7 +271,9 @@ func TestScatterFaults(t *testing.T) {
 // and the engine's hole comes from them: latency x rate / requests in flight.
 func TestMeasuredDerivesTheHole(t *testing.T) {
 	f := start(t, remotetest.Options{Latency: 5 * time.Millisecond})
-	src, err := f.open(t, "/bkt/obj", "max_in_flight=4")
+	// A link of 20 MB/s: a 512 KiB body takes 26 ms, longer than the
+	// round trip, so its rate is believed (measure.go, minBodyShare).
+	src, err := f.open(t, "/_fault/rate=20000000/bkt/obj", "max_in_flight=4")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,12 +292,13 @@ func TestMeasuredDerivesTheHole(t *testing.T) {
 		t.Fatal("wrong bytes")
 	}
 	lat, bps, ok := src.Measured()
-	if !ok || lat < 5*time.Millisecond || bps <= 0 {
-		t.Fatalf("Measured: %v, %.0f B/s, %v; want at least the server's 5 ms and a rate", lat, bps, ok)
+	if !ok || lat < 5*time.Millisecond || bps < 5e6 || bps > 30e6 {
+		t.Fatalf("Measured: %v, %.0f B/s, %v; want at least the server's 5 ms and the link's 20 MB/s",
+			lat, bps, ok)
 	}
 	hole, max := e.Coalescing(es)
 	// The engine believes rates up to 1 GB/s (engine/coalesce.go,
-	// maxRateBps); loopback bodies arrive faster.
+	// maxRateBps).
 	if want := min(int64(lat.Seconds()*min(bps, 1e9)/4), max); hole != want {
 		t.Fatalf("hole %d; want %d (%v x %.0f B/s / 4)", hole, want, lat, bps)
 	}

@@ -26,7 +26,8 @@ type Source struct {
 	sign   func(ctx context.Context, req *http.Request) error // S3; nil for plain HTTP
 
 	size int64
-	pre  []byte // the object's first bytes, kept from the open (prefetch.go); read-only
+	pre    []byte // bytes of the object kept from the open (prefetch.go); read-only
+	preOff int64  // where they start: 0 for prefetch, the tail's start for prefetch_tail
 
 	mu            sync.Mutex
 	etag, lastMod string // the object's validators at open (or at the first answer)
@@ -72,9 +73,13 @@ func Open(ctx context.Context, rawURL string, o Options) (*Source, error) {
 	default:
 		return nil, errs.New(errs.NotSupported, "colio: remote sources read http://, https:// and s3:// URLs, not %q", redactURL(rawURL))
 	}
+	if o.Prefetch > 0 && o.PrefetchTail > 0 {
+		return nil, errs.New(errs.Invalid, "colio: remote options prefetch and prefetch_tail keep "+
+			"different ends of %s: pass one of them", s.shown)
+	}
 	if s.size < 0 {
 		open := s.stat
-		if o.Prefetch > 0 {
+		if o.Prefetch > 0 || o.PrefetchTail > 0 {
 			open = s.prefetch
 		}
 		if err := open(ctx); err != nil {

@@ -52,14 +52,15 @@ SCHEMES = ("http", "https", "s3")
 BACKENDS = ("auto", "native", "fsspec")
 REDACTED = "***"
 
-_INTS = ("max_in_flight", "request_size", "retries", "size", "prefetch")
+_INTS = ("max_in_flight", "request_size", "retries", "size", "prefetch", "prefetch_tail")
 _SECONDS = ("connect_timeout", "first_byte_timeout", "idle_timeout", "request_timeout")
 _FLAGS = ("anon", "requester_pays", "path_style")
 _S3_STRINGS = ("key", "secret", "token", "profile", "endpoint_url", "region")
 _S3_ONLY = frozenset(_S3_STRINGS + _FLAGS)
 _SECRET_KEYS = frozenset(("key", "secret", "token"))  # as the library treats them
 # What each integer may be: at least this.
-_INT_MIN = {"max_in_flight": 1, "request_size": 1, "retries": 1, "size": 0, "prefetch": 0}
+_INT_MIN = {"max_in_flight": 1, "request_size": 1, "retries": 1, "size": 0, "prefetch": 0,
+            "prefetch_tail": 0}
 # fsspec's own instance options, which say how the file system object is
 # cached, not how the bytes travel: the native source has nothing to do
 # with them (colio:: passes its target's options through unchanged).

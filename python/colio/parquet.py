@@ -72,9 +72,27 @@ def _open_source(where, storage_options):
                             "not to an open colio.Source")
         return where, False
     if isinstance(where, (str, bytes, os.PathLike)):
-        return _open.source(where, **storage_options), True
+        return _open.source(where, **_with_tail(where, storage_options)), True
     raise TypeError("colio.parquet takes a path, a URL or a colio.Source, not "
                     f"{type(where).__name__}")
+
+
+def _with_tail(where, storage_options):
+    """storage_options plus a tail prefetch of TAIL bytes where the native
+    remote source reads the URL: the open then brings the footer, one
+    round trip fewer (a HEAD, then the tail, otherwise). Left as they are
+    for local paths, fsspec URLs and callers who chose a prefetch."""
+    from . import _remote
+    url = os.fsdecode(where)
+    if (_remote.scheme_of(url) not in _remote.SCHEMES or "prefetch" in storage_options
+            or "prefetch_tail" in storage_options or storage_options.get("backend") == "fsspec"):
+        return storage_options
+    opts = {k: v for k, v in storage_options.items() if k != "backend"}
+    try:
+        _remote.translate(url, {**opts, "prefetch_tail": TAIL})
+    except _remote.NotUnderstood:
+        return storage_options
+    return {**storage_options, "prefetch_tail": TAIL}
 
 
 def _tail_size(src):

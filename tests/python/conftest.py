@@ -70,6 +70,7 @@ class RangeServer(ThreadingHTTPServer):
             self.full_requests = 0
             self.in_flight = 0
             self.peak_in_flight = 0
+            self.heads = 0
             self.head_delay = 0.0  # seconds before each HEAD answer
             self.heads_in_flight = 0
             self.peak_heads_in_flight = 0
@@ -90,6 +91,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_HEAD(self):
         srv = self.server
+        with srv.lock:
+            srv.heads += 1
         if srv.head_delay:
             with srv.lock:
                 srv.heads_in_flight += 1
@@ -123,8 +126,17 @@ class _Handler(BaseHTTPRequestHandler):
             if rng and not ignore:
                 unit, _, spec = rng.partition("=")
                 a, _, b = spec.partition("-")
-                start = int(a)
-                end = min(int(b) if b else len(data) - 1, len(data) - 1)
+                if a == "":  # a suffix: the last b bytes (none of an empty file)
+                    if not data or not int(b):
+                        self.send_response(416)
+                        self.send_header("Content-Range", f"bytes */{len(data)}")
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
+                    start, end = max(0, len(data) - int(b)), len(data) - 1
+                else:
+                    start = int(a)
+                    end = min(int(b) if b else len(data) - 1, len(data) - 1)
                 body = data[start:end + 1]
                 self.send_response(206)
                 self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")

@@ -184,3 +184,26 @@ def test_source_argument(pfile):
 def test_import_colio_does_not_import_pyarrow():
     code = "import sys, colio; import colio.dask; assert 'pyarrow' not in sys.modules, 'pyarrow'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_native_url_open_brings_the_footer(pfile, server):
+    """A native http(s)/s3 URL is opened with a tail prefetch: the open's
+    GET (bytes=-64 KiB) gives the size and the footer, so there is no HEAD
+    and no footer request of its own. Before, read_table made a HEAD, a
+    tail GET and then the chunks' GETs."""
+    data = open(pfile, "rb").read()  # smaller than the tail: the open brings all of it
+    server.files["/tail.parquet"] = data
+    url = server.url + "/tail.parquet"
+    cols = ["id"]
+    md = pq.read_metadata(pfile)
+    chunks = len(cpq.column_ranges(md, cols, None, len(data)))
+    server.reset()
+    got = cpq.read_table(url, columns=cols)
+    assert got.equals(pq.read_table(pfile, columns=cols))
+    assert server.heads == 0
+    assert 1 <= server.range_requests <= (1 if len(data) <= cpq.TAIL else 1 + chunks)
+    # a caller's own prefetch choice is kept, and fsspec URLs get none
+    server.reset()
+    assert cpq.read_table(url, columns=cols, prefetch=1 << 10).equals(got)
+    assert server.range_requests >= 2
+    server.files.pop("/tail.parquet", None)

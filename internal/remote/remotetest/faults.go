@@ -18,6 +18,7 @@ import (
 //	badrange        a Content-Range one byte off the range asked for
 //	short           one byte less than the range, with a Content-Length that says so
 //	trickle=DUR     one byte per DUR
+//	rate=BPS        the body at BPS bytes per second (in 32 KiB pieces): a link of known speed
 //	hang[=get|head] accept and never answer (every request, or only GETs or HEADs)
 //	etag            a new ETag on every request (If-Match then fails with 412)
 //	noifmatch       ignore If-Match (with etag: the response's ETag is the only sign)
@@ -38,6 +39,7 @@ type faults struct {
 	ignoreRange       bool
 	badRange, short   bool
 	trickle           time.Duration
+	rate              int64 // bytes per second of the body; 0: as fast as it goes
 	hang              string // "", "all", "get", "head"
 	etag, noETag      bool
 	ignoreIfMatch     bool
@@ -48,7 +50,7 @@ type faults struct {
 
 func (f faults) any() bool {
 	return f.drop || f.status != 0 || f.s3Code != "" || f.ignoreRange || f.badRange || f.short ||
-		f.trickle > 0 || f.hang != "" || f.etag || f.noETag || f.ignoreIfMatch
+		f.trickle > 0 || f.rate > 0 || f.hang != "" || f.etag || f.noETag || f.ignoreIfMatch
 }
 
 // parseFaults splits a request path into its faults and the path served.
@@ -89,6 +91,11 @@ func parseFaults(p string) (faults, string, error) {
 			f.short = true
 		case "trickle":
 			f.trickle, err = time.ParseDuration(val)
+		case "rate":
+			f.rate, err = strconv.ParseInt(val, 10, 64)
+			if err == nil && f.rate <= 0 {
+				err = fmt.Errorf("rate=%s: not a positive number of bytes per second", val)
+			}
 		case "hang":
 			f.hang = "all"
 			if hasVal {

@@ -67,9 +67,8 @@ def test_zarr_http(tmp_path, server):
             p = os.path.join(d, f)
             with open(p, "rb") as fh:
                 server.files["/zarr/" + os.path.relpath(p, tmp_path)] = fh.read()
-    # dense only: a shard's index is a suffix range (bytes=-N), which the
-    # test server (conftest.py) does not serve
-    _check(server.url + "/zarr/g.zarr", {"dense": want["dense"]})
+    # sharded too: a shard's index is a suffix range (bytes=-N)
+    _check(server.url + "/zarr/g.zarr", want)
 
 
 def test_store_writes_go_to_the_target(tmp_path):

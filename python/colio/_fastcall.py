@@ -16,13 +16,13 @@ what Python does around the call shows. These helpers keep it to the call:
 
 from __future__ import annotations
 
-import threading
+import _thread
 from ctypes import byref, c_int64, c_void_p
 
 from . import _lib
 from ._buffers import _BytesAsString, new_bytes
 
-_local = threading.local()
+_local = _thread._local()
 
 
 class _Args:

@@ -7,7 +7,7 @@ belongs to the parent's library, so it is forgotten, never freed.
 
 from __future__ import annotations
 
-import threading
+import _thread
 
 from . import _lib
 from ._errors import ClosedError, last_error
@@ -36,7 +36,7 @@ class Handle:
         self._keep = keep                # objects the library points into
         self.name = name
         self._closed = False
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
 
     @property
     def closed(self) -> bool:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import os
-import threading
+import _thread  # not threading: its import costs 4 ms of the first read (functools, collections)
 from ctypes import (POINTER, Structure, c_char_p, c_int, c_int64, c_size_t,
                     c_uint32, c_void_p)
 
@@ -313,7 +313,7 @@ class Library:
                               "is it an older or foreign libcolio?")
 
 
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()
 L: Library | None = None  # set once loaded; hot paths read it directly
 _load_error: BaseException | None = None
 
@@ -341,7 +341,7 @@ _adopted: set = set()
 _PyGILState_Ensure = ctypes.pythonapi.PyGILState_Ensure
 _PyGILState_Ensure.restype = c_int
 _PyGILState_Ensure.argtypes = []
-get_native_id = threading.get_native_id
+get_native_id = _thread.get_native_id
 
 
 def adopt_thread() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ctypes
 import errno as _errno
 import os
-import threading
-import weakref
+import _thread
+import _weakref  # not weakref: its import costs 2 ms of the first read
 from ctypes import addressof, byref, c_char, c_int64, c_void_p
 
 from . import _fastcall as _fast
@@ -28,7 +28,7 @@ _CLAMP_FROM = 1 << 16
 _COALESCE = 1  # COLIO_READV_COALESCE
 
 # Per-thread scratch for synchronous calls (see Source.read_into).
-_tls = threading.local()
+_tls = _thread._local()
 
 
 _future = None  # colio._future, imported on the first asynchronous call
@@ -583,7 +583,7 @@ def callback_source(fn, size: int, *, concurrent: bool, fast: bool, kind: str,
         raise last_error(rc)
     src = Source(h.value, kind, description, keep=(cb, cfn) + tuple(keep), name=name)
     src._keep_errors = True
-    cb.source_ref = weakref.ref(src)
+    cb.source_ref = _weakref.ref(src)
     return src
 
 
@@ -599,7 +599,7 @@ def _queued_source(L, cb, size, concurrent, kind, description, name, keep) -> So
     src._keep_errors = True
     src._work_key = key
     src._work_read = _workers._work_futures.read_async
-    cb.source_ref = weakref.ref(src)
+    cb.source_ref = _weakref.ref(src)
     _workers.start(L)
     return src
 

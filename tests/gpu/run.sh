@@ -11,7 +11,11 @@
 #   4. runs the Python package on the same library (COLIO_LIBRARY): reads
 #      into and writes from CuPy arrays and PyTorch tensors through
 #      __cuda_array_interface__, a write ordered after a producer's
-#      non-blocking stream, device appends, non-contiguous arrays refused.
+#      non-blocking stream, device appends, non-contiguous arrays refused;
+#   5. reads a remote object (HTTP on 127.0.0.1: build/bench/colio-testserver
+#      when it was carried, else a Python server) into a CuPy array through
+#      colio's native HTTP source, byte-exact, one synchronisation per
+#      request, timed beside KvikIO's RemoteFile where KvikIO is installed.
 # Exit status: 0 all checks passed, 1 a check failed, 2 cannot run here.
 #
 #   tests/gpu/run.sh [LIB]     LIB defaults to build/lib/libcolio_cuda.so
@@ -329,5 +333,115 @@ sys.exit(1 if FAILED else 0)
 PY
 prc=$?
 [[ $prc -eq 124 || $prc -eq 137 ]] && echo "run.sh: the Python checks timed out"
+
+# 5. Remote -> device (issue 14): colio's HTTP source into CuPy, beside KvikIO.
+echo
+echo "Remote to device (colio on $lib):"
+COLIO_LIBRARY=$(realpath "$lib") PYTHONPATH=$PWD/python \
+  timeout --kill-after=10 "${COLIO_GPU_REMOTE_TIMEOUT:-180}" python3 -u - <<'PY'
+import os, shutil, subprocess, sys, tempfile, threading, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import numpy as np
+import cupy as cp
+import colio
+
+FAILED = []
+def check(ok, what):
+    print(("PASS " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        FAILED.append(what)
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a):
+        pass
+    def do_HEAD(self):
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(self.server.data)))
+        self.send_header("Accept-Ranges", "bytes")
+        self.end_headers()
+    def do_GET(self):
+        d = self.server.data
+        a, _, b = self.headers.get("Range", "bytes=0-").split("=", 1)[1].partition("-")
+        if a == "":
+            a, b = len(d) - int(b), len(d) - 1
+        a, b = int(a), min(int(b) if b else len(d) - 1, len(d) - 1)
+        self.send_response(206)
+        self.send_header("Content-Range", f"bytes {a}-{b}/{len(d)}")
+        self.send_header("Content-Length", str(b - a + 1))
+        self.end_headers()
+        self.wfile.write(d[a:b + 1])
+
+n = 256 << 20
+ref = np.frombuffer(np.random.default_rng(14).bytes(n), dtype=np.uint8)
+tmp = tempfile.mkdtemp(prefix="colio-gpu-remote-")
+proc = srv = None
+try:
+    os.makedirs(os.path.join(tmp, "bkt"))
+    ref.tofile(os.path.join(tmp, "bkt", "obj"))
+    exe = os.path.join(os.getcwd(), "build", "bench", "colio-testserver")
+    if os.access(exe, os.X_OK):
+        proc = subprocess.Popen([exe, "-dir", tmp, "-stdin"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True)
+        url = proc.stdout.readline().split()[-1] + "/bkt/obj"
+        server = "colio-testserver (Go)"
+    else:
+        srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        srv.daemon_threads = True
+        srv.data = memoryview(ref.tobytes())
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{srv.server_address[1]}/bkt/obj"
+        server = "Python http.server"
+    print(f"server: {server}, object {n >> 20} MiB")
+    before = colio.stats()
+    src = colio.source(url)
+    check(src.backend == "native", f"colio.source(url).backend == 'native' ({src.backend})")
+    a = cp.zeros(n, dtype=cp.uint8)
+    best = None
+    for _ in range(3):
+        a.fill(0); cp.cuda.Device().synchronize()
+        t = time.perf_counter()
+        got = src.read_async(a, 0).result()
+        dt = time.perf_counter() - t
+        best = dt if best is None else min(best, dt)
+    check(got == n and np.array_equal(cp.asnumpy(a), ref), f"remote -> device byte-exact ({got} bytes)")
+    part = cp.zeros(5 << 20, dtype=cp.uint8)
+    got = src.read_async(part, 12345).result()
+    check(got == part.size and np.array_equal(cp.asnumpy(part), ref[12345:12345 + part.size]),
+          "a remote range at an odd offset byte-exact")
+    st = colio.stats()
+    reqs = st["device_requests"] - before["device_requests"]
+    syncs = st["device_stream_syncs"] - before["device_stream_syncs"]
+    check(reqs == 4 and syncs == reqs, f"one stream synchronisation per remote device request ({syncs} for {reqs})")
+    print(f"colio:  {n / best / 1e9:.2f} GB/s ({best * 1e3:.0f} ms, best of 3)")
+    src.close()
+    try:
+        import kvikio
+        f = kvikio.RemoteFile.open_http(url)
+        b = cp.zeros(n, dtype=cp.uint8)
+        kbest = None
+        for _ in range(3):
+            b.fill(0); cp.cuda.Device().synchronize()
+            t = time.perf_counter()
+            k = f.read(b)
+            dt = time.perf_counter() - t
+            kbest = dt if kbest is None else min(kbest, dt)
+        ok = k == n and np.array_equal(cp.asnumpy(b), ref)
+        print(f"kvikio: {n / kbest / 1e9:.2f} GB/s ({kbest * 1e3:.0f} ms, best of 3), "
+              f"{'byte-exact' if ok else 'WRONG BYTES'}; kvikio time / colio time = {kbest / best:.2f}")
+    except Exception as e:  # noqa: BLE001 - a peer that cannot run is reported, not failed
+        print(f"kvikio RemoteFile: {type(e).__name__}: {str(e)[:300]}")
+finally:
+    if proc is not None:
+        proc.stdin.close(); proc.wait(10)
+    if srv is not None:
+        srv.shutdown()
+    shutil.rmtree(tmp, ignore_errors=True)
+print("\nFAILED (remote): " + "; ".join(FAILED) if FAILED else "\nall remote GPU checks passed")
+sys.exit(1 if FAILED else 0)
+PY
+rrc=$?
+[[ $rrc -eq 124 || $rrc -eq 137 ]] && echo "run.sh: the remote checks timed out"
 [[ $rc -ne 0 ]] && exit $rc
-exit $prc
+[[ $prc -ne 0 ]] && exit $prc
+exit $rrc

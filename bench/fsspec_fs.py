@@ -22,47 +22,19 @@ its own.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import subprocess
 import sys
 import time
-import urllib.request
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TOOLS = os.path.join(os.path.dirname(HERE), "build", "bench")
+from goserver import GoServer
 
 
 # ---- the server (cmd/colio-testserver) -----------------------------------------------
 
-class Server:
-    def __init__(self, root, latency):
-        exe = os.path.join(TOOLS, "colio-testserver")
-        if not os.path.exists(exe):
-            raise RuntimeError(f"bench: {exe} is missing; run `make bench` (it builds it)")
-        self.proc = subprocess.Popen([exe, "-dir", root, "-latency", f"{latency * 1e3:g}ms",
-                                      "-stdin"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True)
-        line = self.proc.stdout.readline().strip()
-        if not line.startswith("listening on "):
-            self.close()
-            raise RuntimeError(f"bench: colio-testserver said {line!r}")
-        self.endpoint = line.split()[-1]
-
+class Server(GoServer):
     def url(self, name=""):
         return f"{self.endpoint}/{name}"
-
-    def stats(self, reset=False):
-        with urllib.request.urlopen(self.endpoint + "/_stats" + ("?reset=1" if reset else "")) as r:
-            return json.load(r)
-
-    def close(self):
-        try:
-            self.proc.stdin.close()
-            self.proc.wait(10)
-        except Exception:  # noqa: BLE001 - only a benchmark server
-            self.proc.kill()
 
 
 # ---- data ---------------------------------------------------------------------------

@@ -28,53 +28,28 @@ note.
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import statistics
-import subprocess
-import urllib.request
 
 import numpy as np
+from goserver import GoServer
 
 MiB = 1 << 20
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-TOOLS = os.path.join(ROOT, "build", "bench")
 BUCKET, KEY = "bench", "data.parquet"
 NCOLS, NRG = 30, 20
 THREE = ["c00", "c11", "c22"]
 
 
-class Server:
-    """One cmd/colio-testserver with a fixed latency (its /_stats counts
-    requests)."""
+class Server(GoServer):
+    """One cmd/colio-testserver with a fixed latency, serving the file."""
 
     def __init__(self, directory, latency):
-        exe = os.path.join(TOOLS, "colio-testserver")
-        if not os.path.exists(exe):
-            raise RuntimeError(f"bench: {exe} is missing; run `make bench` (it builds it)")
-        self.proc = subprocess.Popen([exe, "-dir", directory, "-latency", f"{latency * 1e3:g}ms",
-                                      "-stdin"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True)
-        line = self.proc.stdout.readline().strip()
-        if not line.startswith("listening on "):
-            self.close()
-            raise RuntimeError(f"bench: colio-testserver said {line!r}")
-        self.endpoint = line.split()[-1]
+        super().__init__(directory, latency)
         self.url = f"{self.endpoint}/{BUCKET}/{KEY}"
 
     def requests(self, reset=False):
-        q = "?reset=1" if reset else ""
-        with urllib.request.urlopen(self.endpoint + "/_stats" + q) as r:
-            return json.load(r)["requests"]
-
-    def close(self):
-        try:
-            self.proc.stdin.close()
-            self.proc.wait(10)
-        except Exception:  # noqa: BLE001 - only a benchmark server
-            self.proc.kill()
+        return self.stats(reset)["requests"]
 
 
 def write_file(path, quick):

@@ -31,50 +31,21 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import math
 import os
 import shutil
-import subprocess
 import tempfile
-import urllib.request
 
 import numpy as np
+from goserver import GoServer
 
 MiB, GiB = 1 << 20, 1 << 30
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-TOOLS = os.path.join(ROOT, "build", "bench")
 BUCKET = "bench"
 NCHUNKS = 228
 CRED = {"key": "bench", "secret": "bench"}  # the server checks no signature
 
 
-class Server:
-    def __init__(self, directory, latency):
-        exe = os.path.join(TOOLS, "colio-testserver")
-        if not os.path.exists(exe):
-            raise RuntimeError(f"bench: {exe} is missing; run `make bench` (it builds it)")
-        self.proc = subprocess.Popen([exe, "-dir", directory, "-latency", f"{latency * 1e3:g}ms",
-                                      "-stdin"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True)
-        line = self.proc.stdout.readline().strip()
-        if not line.startswith("listening on "):
-            self.close()
-            raise RuntimeError(f"bench: colio-testserver said {line!r}")
-        self.endpoint = line.split()[-1]
-        self.dir = directory
-
-    def stats(self, reset=False):
-        with urllib.request.urlopen(self.endpoint + "/_stats" + ("?reset=1" if reset else "")) as r:
-            return json.load(r)
-
-    def close(self):
-        try:
-            self.proc.stdin.close()
-            self.proc.wait(10)
-        except Exception:  # noqa: BLE001 - only a benchmark server
-            self.proc.kill()
+Server = GoServer
 
 
 # ---- methods: maker(endpoint) -> fn(key, data, chunks) --------------------------------

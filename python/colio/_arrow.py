@@ -44,7 +44,7 @@ import ctypes
 from ctypes import POINTER, byref, c_char_p, c_int64, c_size_t, c_void_p
 
 from . import _lib
-from ._arrow_in import _ARRAY_RELEASE_AT, _ARRAY_SIZE
+from ._arrow_in import _ARRAY_RELEASE_AT, _ARRAY_SIZE, ArrowPin
 from ._buffers import EMPTY_ADDR, index
 from ._errors import last_error
 from ._handle import lib
@@ -122,25 +122,12 @@ _api.Py_IncRef(_SCHEMA_DESTRUCTOR)
 
 # ---- reading --------------------------------------------------------------------
 
-class _Ref:
+class _Ref(ArrowPin):
     """Owns one reference to a colio export (a struct ArrowArray in
-    Python memory); releases it when closed or collected."""
+    Python memory); releases it when closed or collected (ArrowPin's life
+    cycle: the same struct, released once)."""
 
-    __slots__ = ("arr",)
-
-    def __init__(self):
-        self.arr = _lib.ArrowArray()
-
-    def release(self) -> None:
-        a = self.arr
-        if a.release:
-            a.release(byref(a))
-
-    def __del__(self):
-        try:
-            self.release()
-        except Exception:
-            pass
+    __slots__ = ()
 
 
 class ArrowData:

@@ -56,20 +56,9 @@ func (s *Source) prefetch(ctx context.Context) error {
 func (s *Source) getPrefix(ctx context.Context, n int64) error {
 	actx, cancel := s.attemptCtx(ctx)
 	defer cancel()
-	req, err := s.request(actx, http.MethodGet)
+	resp, t0, err := s.send(actx, http.MethodGet, rangeHeader(0, n), false)
 	if err != nil {
 		return err
-	}
-	req.Header.Set("Range", rangeHeader(0, n))
-	if s.sign != nil {
-		if err := s.sign(actx, req); err != nil {
-			return err
-		}
-	}
-	t0 := time.Now()
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return causeOf(actx, err)
 	}
 	defer resp.Body.Close()
 	t1 := time.Now()
@@ -187,20 +176,9 @@ func (s *Source) whole() bool {
 func (s *Source) getSuffix(ctx context.Context, n int64) error {
 	actx, cancel := s.attemptCtx(ctx)
 	defer cancel()
-	req, err := s.request(actx, http.MethodGet)
+	resp, t0, err := s.send(actx, http.MethodGet, "bytes=-"+strconv.FormatInt(n, 10), false)
 	if err != nil {
 		return err
-	}
-	req.Header.Set("Range", "bytes=-"+strconv.FormatInt(n, 10))
-	if s.sign != nil {
-		if err := s.sign(actx, req); err != nil {
-			return err
-		}
-	}
-	t0 := time.Now()
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return causeOf(actx, err)
 	}
 	defer resp.Body.Close()
 	t1 := time.Now()

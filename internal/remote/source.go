@@ -176,19 +176,9 @@ func (s *Source) stat(ctx context.Context) error {
 func (s *Source) head(ctx context.Context) error {
 	actx, cancel := s.attemptCtx(ctx)
 	defer cancel()
-	req, err := s.request(actx, http.MethodHead)
+	resp, t0, err := s.send(actx, http.MethodHead, "", false)
 	if err != nil {
 		return err
-	}
-	if s.sign != nil {
-		if err := s.sign(actx, req); err != nil {
-			return err
-		}
-	}
-	t0 := time.Now()
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return causeOf(actx, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
@@ -215,21 +205,9 @@ func (s *Source) head(ctx context.Context) error {
 func (s *Source) get(ctx context.Context, pieces []source.Piece, off, want int64, probe bool) (int64, error) {
 	actx, cancel := s.attemptCtx(ctx)
 	defer cancel()
-	req, err := s.request(actx, http.MethodGet)
+	resp, t0, err := s.send(actx, http.MethodGet, rangeHeader(off, want), true)
 	if err != nil {
 		return 0, err
-	}
-	req.Header.Set("Range", rangeHeader(off, want))
-	s.preconditions(req)
-	if s.sign != nil {
-		if err := s.sign(actx, req); err != nil {
-			return 0, err
-		}
-	}
-	t0 := time.Now()
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return 0, causeOf(actx, err)
 	}
 	defer resp.Body.Close()
 	t1 := time.Now()
@@ -372,6 +350,34 @@ func (s *Source) validate(resp *http.Response) error {
 		return &changedError{"Last-Modified " + s.lastMod + " at open, " + lm + " now"}
 	}
 	return nil
+}
+
+// send makes one request: method, the Range header rng (none when
+// empty), the preconditions of an object seen before (precond), signed
+// for S3. It returns the answer and when it was sent; the caller closes
+// the body. A transport error is the attempt's cause (causeOf).
+func (s *Source) send(actx context.Context, method, rng string, precond bool) (*http.Response, time.Time, error) {
+	req, err := s.request(actx, method)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if rng != "" {
+		req.Header.Set("Range", rng)
+	}
+	if precond {
+		s.preconditions(req)
+	}
+	if s.sign != nil {
+		if err := s.sign(actx, req); err != nil {
+			return nil, time.Time{}, err
+		}
+	}
+	t0 := time.Now()
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, t0, causeOf(actx, err)
+	}
+	return resp, t0, nil
 }
 
 func (s *Source) request(ctx context.Context, method string) (*http.Request, error) {

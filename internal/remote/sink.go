@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/colio-dev/colio/internal/errs"
 	"github.com/colio-dev/colio/internal/sink"
@@ -206,20 +207,60 @@ func (k *Sink) WriteAtDurable(_ context.Context, p []byte, off int64, done func(
 	return len(p), nil
 }
 
-// maxFree bounds the part buffers kept for reuse: enough to spare most
-// page faults of fresh ones in a steady stream, little to hold when idle.
+// maxFree bounds the part buffers a sink keeps for its own reuse: enough
+// to spare most page faults of fresh ones in a steady stream, little to
+// hold when idle.
 const maxFree = 16
 
-// newBuf is a part buffer, reused when one is free. A reused buffer holds
-// old bytes: Close zeroes the gaps of the parts it sends with holes, and
-// full parts have none.
+// partPools holds acknowledged parts' buffers between sinks, one
+// sync.Pool per part size: a process writing one object after another
+// (a Dask worker, cp of many files) would otherwise fault in every part
+// of every object afresh, since a sink's own buffers die with it; the
+// kernel zeroing those pages cost colio more system time than obstore's
+// whole upload (0.65 s against 0.14 s for 512 MiB here). A sync.Pool lets
+// the garbage collector take what is not reused, so idle memory is not
+// held.
+var partPools sync.Map // int64 -> *sync.Pool
+
+func partPool(size int64) *sync.Pool {
+	if p, ok := partPools.Load(size); ok {
+		return p.(*sync.Pool)
+	}
+	p, _ := partPools.LoadOrStore(size, &sync.Pool{})
+	return p.(*sync.Pool)
+}
+
+// newBuf is a part buffer, reused when one is free (the sink's own, then
+// the pool's). A reused buffer holds old bytes: Close zeroes the gaps of
+// the parts it sends with holes, and full parts have none.
 func (k *Sink) newBuf() []byte {
 	if n := len(k.free); n > 0 {
 		b := k.free[n-1]
 		k.free = k.free[:n-1]
 		return b
 	}
+	if b, ok := partPool(k.partSize).Get().(*[]byte); ok {
+		return *b
+	}
+	freshParts.Add(1)
 	return make([]byte, k.partSize)
+}
+
+// freshParts counts part buffers made new (the tests see the pool work).
+var freshParts atomic.Int64
+
+// recycle keeps an acknowledged part's buffer for this sink or, past
+// maxFree, for the next sink of its part size.
+func (k *Sink) recycle(b []byte) {
+	if int64(cap(b)) != k.partSize {
+		return
+	}
+	b = b[:k.partSize]
+	if len(k.free) < maxFree {
+		k.free = append(k.free, b)
+		return
+	}
+	partPool(k.partSize).Put(&b)
 }
 
 // zeroGaps zeroes the bytes of [0, n) no write covered.
@@ -292,9 +333,7 @@ func (k *Sink) upload(i int64, pt *part) {
 	} else if k.err == nil {
 		k.etags[i] = etag
 		delete(k.parts, i)
-		if int64(cap(pt.buf)) == k.partSize && len(k.free) < maxFree {
-			k.free = append(k.free, pt.buf[:k.partSize])
-		}
+		k.recycle(pt.buf)
 		pt.buf = nil
 		ready = pt.finishLocked()
 	}
@@ -437,7 +476,14 @@ func (k *Sink) Close() error {
 		return k.err
 	}
 	k.closing = true
-	defer func() { k.done, k.free = true, nil }()
+	defer func() {
+		k.done = true
+		for _, b := range k.free { // for the next sink
+			b := b
+			partPool(k.partSize).Put(&b)
+		}
+		k.free = nil
+	}()
 	if k.err != nil {
 		k.abortLocked()
 		return k.err

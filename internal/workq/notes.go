@@ -73,7 +73,8 @@ func (q *Queue) takeNotesLocked(into []Note) int {
 // is 0 when no job was taken. ErrNoSources only once no note is left
 // either, so a worker that retires leaves no future uncompleted.
 func (q *Queue) Step(timeout time.Duration, notes []Note) (Work, int, error) {
-	var timer <-chan time.Time
+	var dl deadline
+	defer dl.stop()
 	got := 0
 	for {
 		q.mu.Lock()
@@ -99,20 +100,7 @@ func (q *Queue) Step(timeout time.Duration, notes []Note) (Work, int, error) {
 			q.mu.Unlock()
 			return Work{}, 0, ErrTimeout
 		}
-		wake := q.wake
-		mine := make(chan struct{})
-		q.waiters = append(q.waiters, mine)
-		q.mu.Unlock()
-		if timer == nil && timeout > 0 {
-			t := time.NewTimer(timeout)
-			defer t.Stop()
-			timer = t.C
-		}
-		select {
-		case <-wake:
-		case <-mine:
-		case <-timer:
-			q.forget(mine, true)
+		if q.park(timeout, &dl) {
 			// A note that came with the timer is still collected.
 			q.mu.Lock()
 			got += q.takeNotesLocked(notes[got:])
@@ -122,7 +110,6 @@ func (q *Queue) Step(timeout time.Duration, notes []Note) (Work, int, error) {
 			}
 			return Work{}, 0, ErrTimeout
 		}
-		q.forget(mine, false)
 	}
 }
 
@@ -134,7 +121,8 @@ func (q *Queue) Step(timeout time.Duration, notes []Note) (Work, int, error) {
 // had taken until it stopped, and each then cost a hand-off of the GIL.
 // ErrNoSources as Step.
 func (q *Queue) Wait(timeout time.Duration) error {
-	var timer <-chan time.Time
+	var dl deadline
+	defer dl.stop()
 	for {
 		q.mu.Lock()
 		if len(q.notes) > 0 || q.eligibleLocked() {
@@ -149,22 +137,8 @@ func (q *Queue) Wait(timeout time.Duration) error {
 			q.mu.Unlock()
 			return ErrTimeout
 		}
-		wake := q.wake
-		mine := make(chan struct{})
-		q.waiters = append(q.waiters, mine)
-		q.mu.Unlock()
-		if timer == nil && timeout > 0 {
-			t := time.NewTimer(timeout)
-			defer t.Stop()
-			timer = t.C
-		}
-		select {
-		case <-wake:
-		case <-mine:
-		case <-timer:
-			q.forget(mine, true)
+		if q.park(timeout, &dl) {
 			return ErrTimeout
 		}
-		q.forget(mine, false)
 	}
 }

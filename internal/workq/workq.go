@@ -176,7 +176,8 @@ var ErrTimeout = errs.New(errs.Timeout, "colio: no work within the timeout")
 // Take waits up to timeout (negative: forever) for a job, begins it and
 // returns it.
 func (q *Queue) Take(timeout time.Duration) (Work, error) {
-	var timer <-chan time.Time
+	var dl deadline
+	defer dl.stop()
 	for {
 		q.mu.Lock()
 		if j := q.popLocked(); j != nil {
@@ -196,23 +197,9 @@ func (q *Queue) Take(timeout time.Duration) (Work, error) {
 			q.mu.Unlock()
 			return Work{}, ErrTimeout
 		}
-		wake := q.wake
-		mine := make(chan struct{})
-		q.waiters = append(q.waiters, mine)
-		q.mu.Unlock()
-		if timer == nil && timeout > 0 {
-			t := time.NewTimer(timeout)
-			defer t.Stop()
-			timer = t.C
-		}
-		select {
-		case <-wake:
-		case <-mine:
-		case <-timer:
-			q.forget(mine, true)
+		if q.park(timeout, &dl) {
 			return Work{}, ErrTimeout
 		}
-		q.forget(mine, false)
 	}
 }
 
@@ -321,4 +308,41 @@ func (q *Queue) Blocked(d int) {
 	}
 	q.changedLocked()
 	q.mu.Unlock()
+}
+
+// deadline is a waiter's timeout, made at its first park and stopped when
+// the waiting call returns.
+type deadline struct {
+	c <-chan time.Time
+	t *time.Timer
+}
+
+func (d *deadline) stop() {
+	if d.t != nil {
+		d.t.Stop()
+	}
+}
+
+// park is one wait of a taker (Take, Step, Wait): entered with q.mu held,
+// it registers the caller as a waiter, unlocks, and returns on a wake-up,
+// the caller's own signal or the deadline (timeout > 0; negative: none),
+// reporting whether the deadline passed. The caller looks again after it.
+func (q *Queue) park(timeout time.Duration, d *deadline) (timedOut bool) {
+	wake := q.wake
+	mine := make(chan struct{})
+	q.waiters = append(q.waiters, mine)
+	q.mu.Unlock()
+	if d.c == nil && timeout > 0 {
+		d.t = time.NewTimer(timeout)
+		d.c = d.t.C
+	}
+	select {
+	case <-wake:
+	case <-mine:
+	case <-d.c:
+		q.forget(mine, true)
+		return true
+	}
+	q.forget(mine, false)
+	return false
 }

@@ -18,6 +18,23 @@
 static _Thread_local int working;
 static _Thread_local int level_before;
 
+/* Fills *out with the part taken and makes this thread "working" on it:
+ * what the part's callback submits goes where its submitter's level says
+ * (see callbacks.c). */
+static void hand_out(colio_work *out, uintptr_t ctx, void *buf, int64_t size, int64_t offset,
+                     int64_t token, int64_t taken, int level) {
+  out->ctx = (void *)ctx;
+  out->buf = buf;
+  out->size = size;
+  out->offset = offset;
+  out->token = token;
+  out->out = taken;
+  working = 1;
+  level_before = colioi_tls_level;
+  if (level > colioi_tls_level)
+    colioi_tls_level = level;
+}
+
 int colio_source_from_queue(int64_t size, uint32_t flags, void *ctx, colio_source **out) {
   COLIOI_ENTER("colio_source_from_queue");
   COLIOI_NEED("colio_source_from_queue", out);
@@ -43,18 +60,7 @@ int colio_work_take(int64_t timeout_ns, colio_work *out) {
   int rc = colioGoWorkTake(timeout_ns, &ctx, &buf, &size, &offset, &token, &taken, &level);
   if (rc != COLIO_OK)
     return rc;
-  out->ctx = (void *)ctx;
-  out->buf = buf;
-  out->size = size;
-  out->offset = offset;
-  out->token = token;
-  out->out = taken;
-  /* What the part's callback submits goes where its submitter's level
-   * says (see callbacks.c). */
-  working = 1;
-  level_before = colioi_tls_level;
-  if (level > colioi_tls_level)
-    colioi_tls_level = level;
+  hand_out(out, ctx, buf, size, offset, token, taken, level);
   return COLIO_OK;
 }
 
@@ -129,16 +135,7 @@ int colio_work_step(int64_t token, int64_t result, int64_t timeout_ns, colio_wor
   }
   if (rc != COLIO_OK || tok == 0)
     return rc;
-  out->ctx = (void *)ctx;
-  out->buf = buf;
-  out->size = size;
-  out->offset = offset;
-  out->token = tok;
-  out->out = taken;
-  working = 1;
-  level_before = colioi_tls_level;
-  if (level > colioi_tls_level)
-    colioi_tls_level = level;
+  hand_out(out, ctx, buf, size, offset, tok, taken, level);
   return COLIO_OK;
 }
 

@@ -62,12 +62,9 @@ func colioGoSourceFromQueue(size C.int64_t, flags C.uint32_t, ctx C.uintptr_t, o
 func colioGoWorkTake(timeoutNs C.int64_t, ctx *C.uintptr_t, buf *unsafe.Pointer, size, off, tok, taken *C.int64_t, level *C.int) (rc C.int) {
 	const name = "colio_work_take"
 	defer recoverInto(name, &rc)
-	if timeoutNs < 0 && timeoutNs != C.COLIO_WAIT_FOREVER {
-		return invalid(name, "timeout_ns %d is negative (use COLIO_WAIT_FOREVER to wait without a limit)", int64(timeoutNs))
-	}
-	d := time.Duration(timeoutNs)
-	if timeoutNs == C.COLIO_WAIT_FOREVER {
-		d = -1
+	d, rc := waitTimeout(name, timeoutNs)
+	if rc != C.COLIO_OK {
+		return rc
 	}
 	w, err := workQueue.Take(d)
 	// After colio_stop_callbacks (the interpreter is finalising) no part
@@ -167,12 +164,9 @@ func colioGoWorkStep(back, result C.int64_t, handed *C.int, timeoutNs C.int64_t,
 	ctx *C.uintptr_t, buf *unsafe.Pointer, size, off, tok, taken *C.int64_t, level *C.int) (rc C.int) {
 	const name = "colio_work_step"
 	defer recoverInto(name, &rc)
-	if timeoutNs < 0 && timeoutNs != C.COLIO_WAIT_FOREVER {
-		return invalid(name, "timeout_ns %d is negative (use COLIO_WAIT_FOREVER to wait without a limit)", int64(timeoutNs))
-	}
-	d := time.Duration(timeoutNs)
-	if timeoutNs == C.COLIO_WAIT_FOREVER {
-		d = -1
+	d, rc := waitTimeout(name, timeoutNs)
+	if rc != C.COLIO_OK {
+		return rc
 	}
 	// On the stack: a buffer per call on the heap, with its error
 	// interfaces, made the poll of an empty queue 8 us of GC work (1 us
@@ -257,12 +251,9 @@ func deliverNotes(notes []workq.Note, out []C.colioi_work_note) {
 func colioGoWorkWait(timeoutNs C.int64_t) (rc C.int) {
 	const name = "colio_work_wait"
 	defer recoverInto(name, &rc)
-	if timeoutNs < 0 && timeoutNs != C.COLIO_WAIT_FOREVER {
-		return invalid(name, "timeout_ns %d is negative (use COLIO_WAIT_FOREVER to wait without a limit)", int64(timeoutNs))
-	}
-	d := time.Duration(timeoutNs)
-	if timeoutNs == C.COLIO_WAIT_FOREVER {
-		d = -1
+	d, rc := waitTimeout(name, timeoutNs)
+	if rc != C.COLIO_OK {
+		return rc
 	}
 	switch err := workQueue.Wait(d); err {
 	case nil:
@@ -274,4 +265,16 @@ func colioGoWorkWait(timeoutNs C.int64_t) (rc C.int) {
 	default:
 		return fail(name, err)
 	}
+}
+
+// waitTimeout is a work call's timeout_ns as the queue takes it: a
+// duration, or -1 for COLIO_WAIT_FOREVER; another negative is invalid.
+func waitTimeout(name string, timeoutNs C.int64_t) (time.Duration, C.int) {
+	if timeoutNs == C.COLIO_WAIT_FOREVER {
+		return -1, C.COLIO_OK
+	}
+	if timeoutNs < 0 {
+		return 0, invalid(name, "timeout_ns %d is negative (use COLIO_WAIT_FOREVER to wait without a limit)", int64(timeoutNs))
+	}
+	return time.Duration(timeoutNs), C.COLIO_OK
 }

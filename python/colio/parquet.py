@@ -102,6 +102,13 @@ def _tail_size(src):
     larger than the first read costs a second round trip."""
     if getattr(src, "_loop", None) is not None:
         return max(TAIL, LOOP_HOLE)
+    kept = (getattr(src, "_options", None) or {}).get("prefetch_tail")
+    if kept:
+        # The open brought that much of the tail: reading more than it
+        # holds would be a request of its own, a round trip for bytes the
+        # footer most often does not need (a larger footer gets exactly
+        # what is missing).
+        return int(kept)
     try:
         hole = src.coalescing[0]
     except Exception:  # noqa: BLE001 - a source without the setting: the minimum

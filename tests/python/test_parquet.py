@@ -207,3 +207,34 @@ def test_native_url_open_brings_the_footer(pfile, server):
     assert cpq.read_table(url, columns=cols, prefetch=1 << 10).equals(got)
     assert server.range_requests >= 2
     server.files.pop("/tail.parquet", None)
+
+
+def test_native_url_reads_no_tail_beyond_the_open(tmp_path, server, monkeypatch):
+    """read_table of a native URL whose file is larger than the open's tail
+    prefetch: the footer comes from the open's GET, so when the footer is
+    parsed the server has answered that one request, and then one per row
+    group's chunk (one column: nothing merges across row groups). Before,
+    the first tail read was as large as the coalescing hole (1 MiB here),
+    larger than the prefetched tail: a round trip before the chunks."""
+    p = str(tmp_path / "big.parquet")
+    n, rg = 200_000, 25_000
+    pq.write_table(pa.table({"a": pa.array(range(n), pa.int64()),
+                             "b": pa.array([i * 0.5 for i in range(n)])}),
+                   p, row_group_size=rg, compression="none")
+    data = open(p, "rb").read()
+    md = pq.read_metadata(p)
+    assert len(data) > 4 * cpq.TAIL and md.serialized_size + 8 < cpq.TAIL
+    server.files["/big.parquet"] = data
+    at_parse = []
+    parse = cpq._parse
+    monkeypatch.setattr(cpq, "_parse", lambda tail: (at_parse.append(server.range_requests),
+                                                     parse(tail))[1])
+    try:
+        server.reset()
+        got = cpq.read_table(server.url + "/big.parquet", columns=["b"], coalesce_hole=1 << 20)
+        assert got.equals(pq.read_table(p, columns=["b"]))
+        assert server.heads == 0
+        assert at_parse == [1]
+        assert server.range_requests == 1 + md.num_row_groups
+    finally:
+        server.files.pop("/big.parquet", None)

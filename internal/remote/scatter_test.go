@@ -271,9 +271,10 @@ func TestScatterFaults(t *testing.T) {
 // and the engine's hole comes from them: latency x rate / requests in flight.
 func TestMeasuredDerivesTheHole(t *testing.T) {
 	f := start(t, remotetest.Options{Latency: 5 * time.Millisecond})
-	// A link of 20 MB/s: a 512 KiB body takes 26 ms, longer than the
-	// round trip, so its rate is believed (measure.go, minBodyShare).
-	src, err := f.open(t, "/_fault/rate=20000000/bkt/obj", "max_in_flight=4")
+	// A link of 10 MB/s: a 1 MiB body takes 105 ms, longer than the
+	// round trip (5 ms, up to 44 ms seen on a loaded machine), so its
+	// rate is believed (measure.go, minBodyShare).
+	src, err := f.open(t, "/_fault/rate=10000000/bkt/obj", "max_in_flight=4")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +285,7 @@ func TestMeasuredDerivesTheHole(t *testing.T) {
 	if lat, bps, ok := src.Measured(); !ok || lat < 5*time.Millisecond || bps != 0 {
 		t.Fatalf("after open: %v, %.0f B/s, %v; want the HEAD's latency and no rate", lat, bps, ok)
 	}
-	buf := make([]byte, 512<<10)
+	buf := make([]byte, objSize)
 	if _, err := e.ReadAt(context.Background(), es, buf, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +294,7 @@ func TestMeasuredDerivesTheHole(t *testing.T) {
 	}
 	lat, bps, ok := src.Measured()
 	if !ok || lat < 5*time.Millisecond || bps < 5e6 || bps > 30e6 {
-		t.Fatalf("Measured: %v, %.0f B/s, %v; want at least the server's 5 ms and the link's 20 MB/s",
+		t.Fatalf("Measured: %v, %.0f B/s, %v; want at least the server's 5 ms and the link's 10 MB/s",
 			lat, bps, ok)
 	}
 	hole, max := e.Coalescing(es)

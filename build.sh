@@ -9,6 +9,7 @@
 #   COLIO_CUDA=0          do not build libcolio_cuda.so; COLIO_CUDA=1: fail
 #                         if cuda.h is not found (default: build it if found)
 #   COLIO_CUDA_HOME=dir   where cuda.h is (dir/include); see below
+#   COLIO_STRIP=0         keep symbols and DWARF (for gdb on a hung test)
 set -euo pipefail
 cd "$(dirname "$0")"
 out=${COLIO_BUILD_DIR:-build}
@@ -25,9 +26,11 @@ if [ -n "${CGO_FLAGS_EXTRA:-}" ]; then
   export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g} $CGO_FLAGS_EXTRA"
   export CGO_LDFLAGS="${CGO_LDFLAGS:--O2 -g} $CGO_FLAGS_EXTRA"
 fi
+strip="-s -w"
+[ "${COLIO_STRIP:-1}" = 0 ] && strip=""
 # shellcheck disable=SC2086 # GO_FLAGS_EXTRA is a list of flags
 CGO_ENABLED=1 ${GO:-go} build ${GO_FLAGS_EXTRA:-} -buildmode=c-shared -trimpath \
-  -ldflags "-s -w -extldflags '-Wl,-soname,libcolio.so.$major -Wl,--version-script=$PWD/capi/colio.map'" \
+  -ldflags "$strip -extldflags '-Wl,-soname,libcolio.so.$major -Wl,--version-script=$PWD/capi/colio.map'" \
   -o "$out/lib/libcolio.so.$version" ./capi
 # cgo writes its header beside the library, named after the last dot
 # (libcolio.so.0.1.h); it is not shipped: include/colio.h is the contract.

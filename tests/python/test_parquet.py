@@ -209,21 +209,28 @@ def test_native_url_open_brings_the_footer(pfile, server):
     server.files.pop("/tail.parquet", None)
 
 
-def test_native_url_reads_no_tail_beyond_the_open(tmp_path, server, monkeypatch):
-    """read_table of a native URL whose file is larger than the open's tail
-    prefetch: the footer comes from the open's GET, so when the footer is
-    parsed the server has answered that one request, and then one per row
-    group's chunk (one column: nothing merges across row groups). Before,
-    the first tail read was as large as the coalescing hole (1 MiB here),
-    larger than the prefetched tail: a round trip before the chunks."""
+@pytest.mark.parametrize("n,rg", [(200_000, 25_000), (40_000, 40)], ids=["3MB", "big-footer"])
+def test_native_url_reads_no_tail_beyond_the_open(tmp_path, server, monkeypatch, n, rg):
+    """read_table of a native URL: the footer comes from the open's GET
+    (its last OPEN_TAIL bytes), so when the footer is parsed the server has
+    answered that one request, and then one per row group whose chunk of
+    the one column read starts before those bytes (nothing merges across
+    row groups). Before, the first tail read was as large as the coalescing
+    hole (1 MiB here) while the open had brought 64 KiB, and a footer over
+    64 KiB (the second file's) needed a read of its own: a round trip
+    before the chunks either way."""
     p = str(tmp_path / "big.parquet")
-    n, rg = 200_000, 25_000
     pq.write_table(pa.table({"a": pa.array(range(n), pa.int64()),
                              "b": pa.array([i * 0.5 for i in range(n)])}),
                    p, row_group_size=rg, compression="none")
     data = open(p, "rb").read()
     md = pq.read_metadata(p)
-    assert len(data) > 4 * cpq.TAIL and md.serialized_size + 8 < cpq.TAIL
+    assert md.serialized_size + 8 < cpq.OPEN_TAIL and len(data) > cpq.TAIL
+    assert (len(data) > 2 * cpq.OPEN_TAIL) == (rg > 1000)
+    assert (md.serialized_size > cpq.TAIL) == (rg < 1000)
+    tail_off = max(0, len(data) - cpq.OPEN_TAIL)
+    chunks = sum(1 for r in range(md.num_row_groups) if cpq._chunk(md.row_group(r).column(1))[0]
+                 < tail_off)
     server.files["/big.parquet"] = data
     at_parse = []
     parse = cpq._parse
@@ -235,6 +242,6 @@ def test_native_url_reads_no_tail_beyond_the_open(tmp_path, server, monkeypatch)
         assert got.equals(pq.read_table(p, columns=["b"]))
         assert server.heads == 0
         assert at_parse == [1]
-        assert server.range_requests == 1 + md.num_row_groups
+        assert server.range_requests == 1 + chunks
     finally:
         server.files.pop("/big.parquet", None)

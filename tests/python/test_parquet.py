@@ -188,7 +188,7 @@ def test_import_colio_does_not_import_pyarrow():
 
 def test_native_url_open_brings_the_footer(pfile, server):
     """A native http(s)/s3 URL is opened with a tail prefetch: the open's
-    GET (bytes=-64 KiB) gives the size and the footer, so there is no HEAD
+    GET (bytes=-OPEN_TAIL) gives the size and the footer, so there is no HEAD
     and no footer request of its own. Before, read_table made a HEAD, a
     tail GET and then the chunks' GETs."""
     data = open(pfile, "rb").read()  # smaller than the tail: the open brings all of it
@@ -201,7 +201,7 @@ def test_native_url_open_brings_the_footer(pfile, server):
     got = cpq.read_table(url, columns=cols)
     assert got.equals(pq.read_table(pfile, columns=cols))
     assert server.heads == 0
-    assert 1 <= server.range_requests <= (1 if len(data) <= cpq.TAIL else 1 + chunks)
+    assert 1 <= server.range_requests <= (1 if len(data) <= cpq.OPEN_TAIL else 1 + chunks)
     # a caller's own prefetch choice is kept, and fsspec URLs get none
     server.reset()
     assert cpq.read_table(url, columns=cols, prefetch=1 << 10).equals(got)

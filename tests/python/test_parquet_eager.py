@@ -35,9 +35,10 @@ def pfile(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def small_tail(monkeypatch):
-    """A first tail read of 512 bytes, so that the footer's read does not
-    hold the row groups of this small file."""
+    """A first tail read (and a native URL's open) of 512 bytes, so that the
+    footer's read does not hold the row groups of this small file."""
     monkeypatch.setattr(cpq, "TAIL", 512)
+    monkeypatch.setattr(cpq, "OPEN_TAIL", 512)  # and of a native URL's open
 
 
 class Recorder:

@@ -166,3 +166,42 @@ def test_fast_callable_runs_small_reads_inline(ref):
     with colio.from_callable(fn, len(ref), fast=True) as s:
         s.read_async(bytearray(100), 0).result(5)
     assert threading.get_ident() in fn.threads
+
+
+def test_read_into_gets_a_plain_writable_view_of_the_part(ref):
+    # The workers hand read_into a view made from prebuilt arguments
+    # (colio._workers): it must be what any buffer user expects, over
+    # exactly the part, and the bytes it takes must land in the caller's
+    # buffer. A short answer continues on a view of the rest.
+    seen = []
+
+    def reader(buf, off):
+        seen.append((buf.format, buf.ndim, buf.readonly, buf.nbytes, off))
+        n = min(len(buf), 3000)
+        buf[:n] = ref[off:off + n]
+        return n
+
+    with colio.from_callable(reader, len(ref)) as s:
+        b = bytearray(7000)
+        assert s.read_async(b, 11).result(5) == 7000
+    assert b == ref[11:7011]
+    assert seen == [("B", 1, False, 7000, 11), ("B", 1, False, 4000, 3011),
+                    ("B", 1, False, 1000, 6011)]
+
+
+def test_read_into_may_return_any_integer_and_keep_an_export(ref):
+    np = pytest.importorskip("numpy")
+    kept = []
+
+    def reader(buf, off):
+        a = np.frombuffer(buf, dtype=np.uint8)  # an export of buf, kept past the call
+        a[:] = np.frombuffer(ref, dtype=np.uint8, count=len(buf), offset=off)
+        kept.append(a)
+        return np.int64(len(buf))
+
+    with colio.from_callable(reader, len(ref)) as s:
+        bufs = [bytearray(4096) for _ in range(20)]
+        futs = [s.read_async(b, i * 4096) for i, b in enumerate(bufs)]
+        assert [f.result(5) for f in futs] == [4096] * 20
+    for i, b in enumerate(bufs):
+        assert b == ref[i * 4096:(i + 1) * 4096]

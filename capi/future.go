@@ -19,6 +19,7 @@ import (
 type futureObj struct {
 	f     *future.Future
 	batch *batchObj // the ranges of a colio_readv_batch future, else nil
+	fetch *fetchObj // the objects of a colio_fetch_urls future, else nil
 
 	mu     sync.Mutex
 	msg    *C.char       // C copy of the error message, made on first ask

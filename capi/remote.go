@@ -28,12 +28,27 @@ func colioGoSourceOpenURL(url *C.char, options **C.char, out *C.uintptr_t) (rc C
 	if _, err := eng(); err != nil {
 		return fail(name, err)
 	}
+	o, rc := urlOptions(name, options)
+	if rc != C.COLIO_OK {
+		return rc
+	}
+	syncAWSEnv()
+	s, err := remote.Open(context.Background(), C.GoString(url), o)
+	if err != nil {
+		return fail(name, err)
+	}
+	return putSource(name, s, out)
+}
+
+// urlOptions parses a NULL-terminated "key=value" array (NULL: none), as
+// colio_source_open_url and colio_fetch_urls take it.
+func urlOptions(name string, options **C.char) (remote.Options, C.int) {
 	var kvs []string
 	if options != nil {
 		list := unsafe.Slice(options, maxURLOptions+1)
 		for i := 0; ; i++ {
 			if i == maxURLOptions {
-				return invalid(name, "options has more than %d entries (is it NULL-terminated?)", maxURLOptions)
+				return remote.Options{}, invalid(name, "options has more than %d entries (is it NULL-terminated?)", maxURLOptions)
 			}
 			if list[i] == nil {
 				break
@@ -43,14 +58,9 @@ func colioGoSourceOpenURL(url *C.char, options **C.char, out *C.uintptr_t) (rc C
 	}
 	o, err := remote.ParseOptions(kvs, cGetenv)
 	if err != nil {
-		return fail(name, err)
+		return remote.Options{}, fail(name, err)
 	}
-	syncAWSEnv()
-	s, err := remote.Open(context.Background(), C.GoString(url), o)
-	if err != nil {
-		return fail(name, err)
-	}
-	return putSource(name, s, out)
+	return o, C.COLIO_OK
 }
 
 // cGetenv asks the C library, which sees a setenv made after colio was

@@ -469,6 +469,34 @@ int colio_future_cancel_part(colio_future *fut, int64_t index, int *cancelled);
 int colio_future_error_part(colio_future *fut, int64_t index, const char **message,
                             int *errnum);
 
+/* ---- Whole remote objects ---------------------------------------------- */
+
+/* Fetches n whole remote objects (a zarr array's chunks): urls[i] is
+ * opened as colio_source_open_url(urls[i], options) opens it, read whole
+ * into memory the library holds, and closed, all by the library; the call
+ * returns at once, with every fetch started (at most max_in_flight of
+ * them at a time). With prefetch=BYTES in options an object no larger is
+ * one GET. When object i ends, {ctx + i, its size or 0, its status} is
+ * posted to cq if cq is not NULL. *out receives one future for them all:
+ * it completes after every object has ended (and before the last entry is
+ * posted), its status and message are those of the failed object of
+ * lowest index, its byte count the sum; colio_future_cancel cancels the
+ * fetches not started (their status COLIO_ECANCELLED). Options are checked
+ * first: an unknown one is COLIO_EINVAL and nothing starts. The bytes
+ * stay with the future until colio_fetch_copy takes them or
+ * colio_future_free drops them. */
+int colio_fetch_urls(const char *const *urls, int64_t n, const char *const *options, colio_cq *cq,
+                     uint64_t ctx, colio_future **out);
+
+/* Object index of a fetch: if it failed, its status, and its message as
+ * colio_last_error (a 404 is COLIO_ENOTFOUND, errno ENOENT, as for
+ * colio_source_open_url). Otherwise its bytes are copied to buf (size
+ * must hold them: the size is its entry's nbytes) and *copied (may be
+ * NULL) receives their count; the library's copy is dropped, so a second
+ * copy is COLIO_EINVAL, as are an object not yet ended and a future not
+ * made by colio_fetch_urls. */
+int colio_fetch_copy(colio_future *fut, int64_t index, void *buf, int64_t size, int64_t *copied);
+
 /* ---- Arrow C Data Interface ------------------------------------------- */
 
 /* The structs of the Arrow C Data Interface and C Stream Interface,

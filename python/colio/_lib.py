@@ -245,6 +245,10 @@ FUNCTIONS = {
     "colio_future_wait_part": (c_int, [handle_p, c_int64, c_int64, _p_i64]),
     "colio_future_cancel_part": (c_int, [handle_p, c_int64, _p_int]),
     "colio_future_error_part": (c_int, [handle_p, c_int64, POINTER(c_char_p), _p_int]),
+    # whole remote objects (colio._fetch)
+    "colio_fetch_urls": (c_int, [POINTER(c_char_p), c_int64, POINTER(c_char_p), handle_p,
+                                 ctypes.c_uint64, _p_handle]),
+    "colio_fetch_copy": (c_int, [handle_p, c_int64, c_void_p, c_int64, _p_i64]),
     # Arrow C Data Interface
     "colio_read_ranges_arrow": (c_int, [handle_p, POINTER(Range), c_int64, POINTER(ArrowArray),
                                         POINTER(ArrowSchema)]),

@@ -13,11 +13,14 @@ FsspecStore with its reads replaced: ``get`` submits the read to colio
 from the event loop and awaits the colio future (no thread per chunk), and
 ``get_partial_values`` is one colio fan-out over every key and range.
 A key read whole (a chunk, a metadata document) from an http(s) or s3
-target colio reads natively is one request: its source is opened with
-``prefetch`` (docs/remote.md), a GET that brings the first bytes with the
-size, instead of a HEAD and then a GET. Listing, writes and deletes stay
-FsspecStore's, through the target file system. tests/python/test_zarr.py
-and bench/fsspec_fs.py compare them.
+target colio reads natively is fetched by the library (colio._fetch,
+``colio_fetch_urls``): one non-blocking call for every whole key of a
+``get`` or ``get_partial_values``, the open (with ``prefetch``, a GET that
+brings the bytes with the size: one request for a chunk), the read and
+the close on the library's goroutines, and the ends delivered to the loop
+in batches; no thread and no source per chunk. Listing, writes and
+deletes stay FsspecStore's, through the target file system.
+tests/python/test_zarr.py and bench/fsspec_fs.py compare them.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from zarr.storage import FsspecStore
 from zarr.storage._fsspec import _dereference_path
 
 from . import _remote
+from ._fetch import Fetcher
 from .fsspec import _URL_ROUTED, ColioFileSystem, _as_bytes, _range
 
 __all__ = ["Store"]
@@ -93,38 +97,46 @@ class Store(FsspecStore):
     def with_read_only(self, read_only: bool = False) -> "Store":
         return type(self)(self.colio_fs, read_only=read_only, path=self.path)
 
-    def _whole_options(self, url: str):
-        """The storage options that open url natively with prefetch, or
-        None where the file system reads it otherwise (local, memory,
-        fsspec, an option the native source does not know): there a whole
-        read takes the cached source as a ranged one does."""
+    def _fetcher(self, url: str):
+        """The Fetcher of keys read whole, made once per scheme, or None
+        where the file system reads them otherwise (local, memory, fsspec,
+        an option the native source does not know): there a whole read
+        takes the cached source as a ranged one does."""
+        scheme = _remote.scheme_of(url)
+        cache = self.__dict__.setdefault("_fetchers", {})
+        if scheme in cache:
+            return cache[scheme]
         cfs = self.colio_fs
-        if (cfs._local or cfs.target_protocol not in _URL_ROUTED or cfs._routed_options is None
-                or cfs.backend == "fsspec"):
-            return None
-        kw = dict(cfs._routed_options, prefetch=PREFETCH)
-        try:
-            _remote.translate(url, kw)
-        except _remote.NotUnderstood:
-            return None
-        return kw
+        f = None
+        if not (cfs._local or cfs.target_protocol not in _URL_ROUTED
+                or cfs._routed_options is None or cfs.backend == "fsspec"):
+            try:
+                f = Fetcher(url, dict(cfs._routed_options, prefetch=PREFETCH))
+            except _remote.NotUnderstood:
+                f = None
+        cache[scheme] = f
+        return f
 
-    def _fetch_whole(self, path: str):
-        """A future of the bytes of a key read whole, run on the open pool:
-        a source of its own opened with prefetch (one GET for an object
-        that fits), read and closed there, so that a chunk costs one hop
-        off the loop and no object's bytes stay in memory; or None where
-        the cached sources serve the key."""
-        url = self.colio_fs.fs.unstrip_protocol(path)
-        kw = self._whole_options(url)
-        if kw is None:
-            return None
-        import colio
-
-        def fetch():
-            with colio.source(url, backend="native", **kw) as src:
-                return src.read(0, src.size)
-        return asyncio.get_running_loop().run_in_executor(_open_pool(), fetch)
+    def _fetch_whole(self, paths) -> dict:
+        """{index: asyncio future of the key's bytes} for the (index, path)
+        pairs the library can fetch whole, all started by one call per
+        scheme; the others are left to the cached sources."""
+        unstrip = self.colio_fs.fs.unstrip_protocol
+        groups: dict = {}
+        for i, path in paths:
+            url = unstrip(path)
+            f = self._fetcher(url)
+            if f is not None:
+                idx, urls = groups.setdefault(id(f), (f, [], []))[1:]
+                idx.append(i)
+                urls.append(url)
+        out = {}
+        for f, idx, urls in groups.values():
+            if len(urls) == 1:  # a get: gathered with the loop iteration's others
+                out[idx[0]] = f.get(urls[0])
+            else:
+                out.update(zip(idx, f.fetch(urls)))
+        return out
 
     async def _lease(self, path: str):
         cfs = self.colio_fs
@@ -139,9 +151,14 @@ class Store(FsspecStore):
         cfs = self.colio_fs
         leases, waits = [], []
         try:
-            for path, br in paths_ranges:
+            try:
+                wholes = self._fetch_whole([(i, p) for i, (p, br) in enumerate(paths_ranges)
+                                            if br is None])
+            except Exception as exc:  # noqa: BLE001 - a refused call fails each whole key
+                wholes = {i: exc for i, (_p, br) in enumerate(paths_ranges) if br is None}
+            for i, (path, br) in enumerate(paths_ranges):
                 try:
-                    whole = self._fetch_whole(path) if br is None else None
+                    whole = wholes.get(i)
                     if whole is not None:
                         waits.append(whole)
                         continue

@@ -3,7 +3,8 @@
  * starts and stops itself: colio-testserver (cmd/colio-testserver, built
  * by the Makefile; its path in $COLIO_TESTSERVER), serving a directory
  * this test writes, with faults chosen by a /_fault/MODE/ path prefix.
- * Byte checks compare with the generator's bytes (fill_pattern).
+ * Byte checks compare with the generator's bytes (fill_pattern). Also
+ * colio_fetch_urls, whole objects fetched by the library (check_fetch).
  */
 #include "harness.h"
 
@@ -112,6 +113,97 @@ static void check_reads(colio_source *src) {
   free(buf);
 }
 
+/* colio_fetch_urls: whole objects, ended through a completion queue.
+ * bkt/obj is larger than the prefetch (the rest comes in parallel parts),
+ * the small and empty objects are one GET each, a missing one fails alone
+ * with its own status and message. */
+static void check_fetch(const char *dir) {
+  enum { SMALL = 4096, N = 5 };
+  char small_path[256], empty_path[256];
+  snprintf(small_path, sizeof small_path, "%s/bkt/small", dir);
+  snprintf(empty_path, sizeof empty_path, "%s/bkt/empty", dir);
+  write_file(small_path, expect + 7, SMALL);
+  write_file(empty_path, expect, 0);
+  char u[N][512];
+  const char *paths[N] = {"/bkt/obj", "/bkt/small", "/bkt/missing", "/bkt/empty", "/bkt/small"};
+  const char *urls[N];
+  for (int i = 0; i < N; i++) {
+    snprintf(u[i], sizeof u[i], "%s%s", base, paths[i]);
+    urls[i] = u[i];
+  }
+  const int64_t want[N] = {OBJ_SIZE, SMALL, 0, 0, SMALL};
+  const unsigned char *bytes[N] = {expect, expect + 7, NULL, expect, expect + 7};
+  const char *opts[] = {"prefetch=65536", "request_size=262144", "max_in_flight=3", NULL};
+  colio_cq *cq = NULL;
+  OK(colio_cq_new(&cq));
+  colio_future *f = NULL;
+  OK(colio_fetch_urls(urls, N, opts, cq, 1000, &f));
+  int seen[N] = {0};
+  colio_cq_entry e[N];
+  int got = 0;
+  while (got < N) {
+    int64_t k = 0;
+    OK(colio_cq_wait(cq, e, N, COLIO_WAIT_FOREVER, &k));
+    for (int64_t j = 0; j < k; j++, got++) {
+      int i = (int)(e[j].ctx - 1000);
+      REQUIRE(i >= 0 && i < N && !seen[i]);
+      seen[i] = 1;
+      unsigned char *buf = (unsigned char *)xmalloc((size_t)want[i] + 1);
+      int64_t n = -1;
+      if (i == 2) {
+        CHECK(e[j].status == COLIO_ENOTFOUND && e[j].nbytes == 0);
+        CHECK_ERR(colio_fetch_copy(f, i, buf, 1, &n), COLIO_ENOTFOUND, "NoSuchKey");
+        CHECK(colio_last_errno() == ENOENT);
+      } else {
+        CHECK(e[j].status == COLIO_OK && e[j].nbytes == want[i]);
+        if (want[i] > 0) /* too small a buffer takes nothing */
+          CHECK_ERR(colio_fetch_copy(f, i, buf, want[i] - 1, &n), COLIO_EINVAL, "more than");
+        OK(colio_fetch_copy(f, i, buf, want[i] + 1, &n));
+        CHECK(n == want[i] && memcmp(buf, bytes[i], (size_t)n) == 0);
+        CHECK_ERR(colio_fetch_copy(f, i, buf, want[i] + 1, &n), COLIO_EINVAL, "already");
+      }
+      free(buf);
+    }
+  }
+  int64_t total = 0;
+  CHECK_RC(colio_future_wait(f, COLIO_WAIT_FOREVER, &total), COLIO_ENOTFOUND);
+  CHECK(total == OBJ_SIZE + 2 * SMALL);
+  int64_t n = 0;
+  CHECK_ERR(colio_fetch_copy(f, N, NULL, 0, &n), COLIO_EINVAL, "out of range");
+  OK(colio_future_free(f));
+
+  /* No queue: the future alone; freeing it unread drops the bytes. */
+  OK(colio_fetch_urls(urls + 1, 1, NULL, NULL, 0, &f));
+  CHECK_RC(colio_future_wait(f, COLIO_WAIT_FOREVER, &total), COLIO_OK);
+  CHECK(total == SMALL);
+  OK(colio_future_free(f));
+  OK(colio_fetch_urls(urls, 0, NULL, cq, 0, &f)); /* nothing to fetch: done at once */
+  CHECK(colio_future_done(f) == 1);
+  OK(colio_future_free(f));
+
+  /* Checked before anything starts. */
+  const char *unknown[] = {"max_inflight=4", NULL};
+  CHECK_ERR(colio_fetch_urls(urls, N, unknown, cq, 0, &f), COLIO_EINVAL, "max_inflight");
+  CHECK(f == NULL);
+  const char *holes[] = {urls[0], NULL};
+  CHECK_ERR(colio_fetch_urls(holes, 2, NULL, cq, 0, &f), COLIO_EINVAL, "urls[1]");
+  CHECK_ERR(colio_fetch_urls(NULL, 1, NULL, cq, 0, &f), COLIO_EINVAL, "urls");
+  CHECK_ERR(colio_fetch_urls(urls, -1, NULL, cq, 0, &f), COLIO_EINVAL, "negative");
+  CHECK_ERR(colio_fetch_urls(urls, 1, NULL, NULL, 0, NULL), COLIO_EINVAL, "out");
+  /* A future that is not a fetch. */
+  colio_source *src = NULL;
+  OK(colio_source_open_url(urls[1], NULL, &src));
+  unsigned char b[8];
+  OK(colio_read_async(src, b, 8, 0, &f));
+  OK(colio_future_wait(f, COLIO_WAIT_FOREVER, &n));
+  CHECK_ERR(colio_fetch_copy(f, 0, b, 8, &n), COLIO_EINVAL, "not a fetch");
+  colio_future_free(f);
+  colio_source_free(src);
+  OK(colio_cq_free(cq));
+  unlink(small_path);
+  unlink(empty_path);
+}
+
 int main(void) {
   watchdog(120);
   /* The served directory: bkt/obj is the pattern. */
@@ -145,6 +237,7 @@ int main(void) {
     check_reads(src);
     OK(colio_source_free(src));
   }
+  check_fetch(dir);
 
   /* Faults: each ends in its documented outcome, within its timeout. */
   const char *quick[] = {"retries=2", "first_byte_timeout=0.3", "idle_timeout=0.3", NULL};

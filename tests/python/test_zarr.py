@@ -16,6 +16,7 @@ zarr = pytest.importorskip("zarr")
 np = pytest.importorskip("numpy")
 import fsspec  # noqa: E402
 
+import colio._fetch  # noqa: E402
 import colio.zarr  # noqa: E402
 
 
@@ -218,3 +219,38 @@ def test_store_reads_a_chunk_in_one_request(tmp_path, counting, monkeypatch, pre
     sharded = zarr.open_array(colio.zarr.Store(base + "/sharded", read_only=True), mode="r")
     np.testing.assert_array_equal(sharded[:], want["sharded"])
     np.testing.assert_array_equal(sharded[3:37, 5:29], want["sharded"][3:37, 5:29])
+
+
+def test_store_fetches_whole_keys_in_the_library(tmp_path, server, monkeypatch):
+    """A chunk read whole is fetched by the library (colio_fetch_urls):
+    no Python thread opens it (the open pool is never asked), the gets of
+    one loop iteration start in one call, and a chunk never written (a
+    404) reads as the fill value, as through the plain URL."""
+    root = tmp_path / "m.zarr"
+    want = np.full((40, 8), -1.5)
+    a = zarr.create_array(str(root), shape=(40, 8), chunks=(2, 8), dtype="f8", fill_value=-1.5)
+    want[4:30] = np.random.default_rng(5).random((26, 8))
+    a[4:30] = want[4:30]  # chunks 0, 1 and 15..19 are never written
+    for d, _, files in os.walk(root):
+        for f in files:
+            p = os.path.join(d, f)
+            with open(p, "rb") as fh:
+                server.files["/zm/" + os.path.relpath(p, tmp_path)] = fh.read()
+    calls = []
+    real = colio._fetch.Fetcher._start
+
+    def start(self, loop, enc, futs):
+        calls.append(len(enc))
+        return real(self, loop, enc, futs)
+
+    def no_pool():
+        raise AssertionError("a whole key went to the open pool")
+    monkeypatch.setattr(colio._fetch.Fetcher, "_start", start)
+    monkeypatch.setattr(colio.zarr, "_open_pool", no_pool)
+    url = server.url + "/zm/m.zarr"
+    plain = zarr.open_array(url, mode="r")[:]
+    with zarr.config.set({"async.concurrency": 64}):
+        got = zarr.open_array(colio.zarr.Store(url, read_only=True), mode="r")[:]
+    np.testing.assert_array_equal(plain, want)
+    np.testing.assert_array_equal(got, want)
+    assert calls[-1] == 20, calls  # after the metadata keys, the 20 chunks in one call

@@ -35,6 +35,7 @@ from __future__ import annotations
 import mmap
 import threading
 
+from ._parquet_decode import Ordered as _Ordered
 from ._parquet_ranges import chunk as _chunk
 from ._parquet_ranges import merge as _merge
 from ._parquet_ranges import selected as _selected
@@ -240,15 +241,16 @@ def read(src, size, tail_off, tail, md, need, row_groups, filters, columns, hole
     leaves = [i for i in range(md.num_columns) if _selected(md.schema.column(i).path, need)]
     fetch = Fetch(src, size, tail_off, tail, plan(md, leaves, rgs, tail_off, hole, cap),
                   WINDOW if window is None else window)
-    pf = None
+    mem = fetch.mem
     try:
-        pf = pq.ParquetFile(pa.BufferReader(fetch.mem), metadata=md, pre_buffer=False)
-        return _decoded(pf, _batches(fetch, rgs), need, filters, columns)
+        return _decoded(lambda: pq.ParquetFile(pa.BufferReader(mem), metadata=md,
+                                               pre_buffer=False),
+                        _batches(fetch, rgs), need, filters, columns)
     except BaseException:
         fetch.cancel()
         raise
     finally:
-        pf = None  # pyarrow's references to the mapping, before _release
+        mem = None  # pyarrow's references to the mapping, before _release
         fetch.release()
         _release(fetch.map)
 
@@ -276,25 +278,45 @@ def _batches(fetch, rgs):
         i = j
 
 
-def _decoded(pf, batches, need, filters, columns):
-    """The table of the row groups of every batch, decoded batch by batch
-    (``read_row_groups`` releases the GIL and decodes the columns on
-    pyarrow's threads), filtered and cut down to ``columns``."""
+USE_THREADS = True  # each piece's columns on pyarrow's CPU pool too
+
+
+def _decoded(opener, batches, need, filters, columns, n=None):
+    """The table of the row groups of every batch, filtered and cut down to
+    ``columns``: each batch, as it comes, in pieces decoded on several
+    threads at once (colio._parquet_decode; ``opener()`` makes a
+    ParquetFile over the read's memory, one per thread), the pieces'
+    tables concatenated in order."""
     import pyarrow as pa
-    tables = []
-    for rgs in batches:
-        if not rgs:
-            continue
-        t = pf.read_row_groups(rgs, columns=need, use_threads=True)
+
+    def decode(pf, rgs):
+        t = pf.read_row_groups(rgs, columns=need, use_threads=USE_THREADS)
         if filters is not None:
             t = t.filter(filters)
             if columns is not None:
                 t = t.select(list(columns))
-        tables.append(t)
+        return t
+
+    dec = _Ordered(opener, decode, n)
+    try:
+        for rgs in batches:
+            for piece in _pieces(rgs, dec.parallel):
+                dec.submit(piece)
+        tables = dec.tables()
+    finally:
+        dec.close()
     if not tables:
-        t = pf.read_row_groups([], columns=need)
+        t = opener().read_row_groups([], columns=need)
         tables.append(t if columns is None else t.select(list(columns)))
     return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+
+
+def _pieces(rgs, n):
+    """rgs cut into runs for n threads: one row group each while there are
+    few, else runs of about len/(2n), so that the threads share a large
+    batch evenly and each call still decodes several row groups."""
+    k = max(1, -(-len(rgs) // (2 * n)))
+    return [rgs[i:i + k] for i in range(0, len(rgs), k)]
 
 
 def _prune(reader, rgs, expr):
@@ -324,8 +346,10 @@ def read_local(path, need, row_groups, filters, columns):
     there, as with pyarrow's own memory_map=True."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-    pf = pq.ParquetFile(pa.memory_map(path), pre_buffer=False)
-    rgs = _row_groups(pf.metadata, row_groups)
+    mapped = pa.memory_map(path)
+    md = pq.ParquetFile(mapped, pre_buffer=False).metadata
+    rgs = _row_groups(md, row_groups)
     if filters is not None and rgs:
         rgs = _prune(pa.memory_map(path), rgs, filters)
-    return _decoded(pf, [rgs], need, filters, columns)
+    return _decoded(lambda: pq.ParquetFile(mapped, metadata=md, pre_buffer=False), [rgs],
+                    need, filters, columns)

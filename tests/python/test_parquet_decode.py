@@ -1,0 +1,184 @@
+"""Row groups decoded on several threads (colio._parquet_decode, used by
+colio.parquet.read_table): pieces that finish out of order come back in the
+order given, they really run at once, a failed piece stops the ones not yet
+started and raises once nothing runs, and read_table's tables equal
+pyarrow's read of the local file whatever the number of threads, with a
+decode error (corrupt chunk bytes) raised as pyarrow raises it. No timing:
+concurrency is shown by a hand-off that only two threads at once can pass
+(with a 10 s hang watchdog)."""
+
+import threading
+import time
+
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+import colio  # noqa: E402
+import colio._parquet_decode as dec  # noqa: E402
+import colio.parquet as cpq  # noqa: E402
+
+WATCHDOG = 10.0
+N, RG = 6000, 300   # 20 row groups
+
+
+@pytest.fixture(scope="module")
+def pfile(tmp_path_factory):
+    p = str(tmp_path_factory.mktemp("decode") / "t.parquet")
+    t = pa.table({"id": pa.array(range(N), pa.int64()),
+                  "x": pa.array([i * 0.5 for i in range(N)]),
+                  "s": pa.array([None if i % 5 == 0 else f"v{i % 17}" for i in range(N)]),
+                  "l": pa.array([list(range(i % 4)) for i in range(N)], pa.list_(pa.int32()))})
+    pq.write_table(t, p, row_group_size=RG)
+    return p
+
+
+def test_pieces_come_back_in_order_and_run_at_once():
+    """Piece 0 can only finish after piece 1 has run: on one thread at a time
+    this would hang (the watchdog fails it instead); its table still comes
+    first."""
+    one_ran = threading.Event()
+    threads = set()
+
+    def decode(pf, rgs):
+        threads.add(threading.get_ident())
+        if rgs == [0]:
+            assert one_ran.wait(WATCHDOG), "piece 1 never ran beside piece 0"
+        elif rgs == [1]:
+            one_ran.set()
+        return rgs
+
+    o = dec.Ordered(lambda: object(), decode, 2)
+    for r in range(6):
+        o.submit([r])
+    try:
+        assert o.tables() == [[r] for r in range(6)]
+    finally:
+        o.close()
+    assert len(threads) >= 2 and threading.get_ident() not in threads
+
+
+def test_a_failed_piece_stops_the_rest_and_raises():
+    ran, running = [], [0]
+    lock = threading.Lock()
+    o = None
+
+    def decode(pf, rgs):
+        with lock:
+            ran.append(rgs[0])
+            running[0] += 1
+        try:
+            if rgs == [1]:
+                raise ValueError("bad row group")
+            if rgs == [0]:
+                # Returns only once the failure is recorded, so the pieces
+                # queued behind this one find it there.
+                deadline = time.monotonic() + WATCHDOG
+                while not o._stop:
+                    assert time.monotonic() < deadline
+                    time.sleep(0.001)
+            return rgs
+        finally:
+            with lock:
+                running[0] -= 1
+
+    o = dec.Ordered(lambda: object(), decode, 2)
+    for r in range(10):
+        o.submit([r])
+    with pytest.raises(ValueError, match="bad row group"):
+        o.tables()
+    assert running[0] == 0        # nothing of it runs after the raise
+    assert sorted(ran) == [0, 1]  # and nothing after the failure started
+    o.close()
+
+
+def test_one_thread_decodes_on_the_caller():
+    seen = []
+    o = dec.Ordered(lambda: "pf", lambda pf, rgs: seen.append(threading.get_ident()) or rgs, 1)
+    o.submit([3])
+    o.submit([1, 2])
+    assert o.tables() == [[3], [1, 2]]
+    assert seen == [threading.get_ident()] * 2
+
+
+def test_each_thread_has_a_reader_of_its_own():
+    made = []
+    lock = threading.Lock()
+    both = threading.Barrier(2, timeout=WATCHDOG)
+
+    def opener():
+        with lock:
+            made.append(threading.get_ident())
+        return object()
+
+    def decode(pf, rgs):
+        if rgs[0] < 2:
+            both.wait()  # the first two pieces on two threads at once
+        return (threading.get_ident(), id(pf))
+
+    o = dec.Ordered(opener, decode, 2)
+    for r in range(8):
+        o.submit([r])
+    got = o.tables()
+    o.close()
+    assert len(made) == len(set(made)) == 2
+    by_thread = {}
+    for t, pf in got:
+        by_thread.setdefault(t, set()).add(pf)
+    assert all(len(pfs) == 1 for pfs in by_thread.values())
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_read_table_equals_pyarrow_on_any_number_of_threads(pfile, monkeypatch, workers):
+    monkeypatch.setattr(dec, "workers", lambda: workers)
+    monkeypatch.setattr(cpq, "TAIL", 512)
+    monkeypatch.setattr(cpq, "OPEN_TAIL", 512)
+    opened = set()
+    real = pq.ParquetFile
+
+    def recording(*a, **k):
+        opened.add(threading.get_ident())
+        return real(*a, **k)
+
+    ref = pq.ParquetFile(pfile)
+    monkeypatch.setattr(pq, "ParquetFile", recording)
+    for cols in (None, ["s"], ["l", "id"]):
+        for rgs in (None, [19, 0, 7, 7, 3], list(range(20))[::-1]):
+            want = ref.read_row_groups(list(range(20)) if rgs is None else rgs, columns=cols)
+            assert cpq.read_table(pfile, columns=cols, row_groups=rgs).equals(want)
+            with colio.source(pfile) as src:  # colio's reads, decoded as they arrive
+                got = cpq.read_table(src, columns=cols, row_groups=rgs)
+            assert got.equals(want), (workers, cols, rgs)
+            assert got.column_names == want.column_names
+    assert cpq.read_table(pfile, filters=[("id", ">=", 5000)]).equals(
+        pq.read_table(pfile, filters=[("id", ">=", 5000)]))
+    if workers > 1:
+        assert len(opened - {threading.get_ident()}) >= 2
+
+
+def test_a_decode_error_raises_and_the_next_read_is_right(pfile, monkeypatch):
+    """Row group 12's chunk of "x" arrives as garbage: read_table raises
+    pyarrow's error for it and stops the rest; nothing still reads the
+    buffer, and the next read of the same source is right."""
+    monkeypatch.setattr(dec, "workers", lambda: 2)
+    monkeypatch.setattr(cpq, "TAIL", 512)
+    data = bytearray(open(pfile, "rb").read())
+    md = pq.read_metadata(pfile)
+    off, n = cpq._chunk(md.row_group(12).column(1))
+    good = bytes(data)
+    bad = bytearray(data)
+    bad[off:off + n] = b"\xff" * n
+    current = [bytes(bad)]
+
+    def read(buf, offset):
+        got = current[0][offset:offset + len(buf)]
+        buf[:len(got)] = got
+        return len(got)
+
+    with colio.from_callable(read, len(data)) as src:
+        src.set_coalesce(0)
+        with pytest.raises((OSError, pa.ArrowException)):
+            cpq.read_table(src, columns=["x"])
+        current[0] = good
+        assert cpq.read_table(src, columns=["x"]).equals(pq.read_table(pfile, columns=["x"]))

@@ -15,10 +15,13 @@ fetches. Here:
   group in reading order, as ``read_async`` reads into the buffer, merged
   per row group with the source's own coalescing rule (a row group's bytes
   then complete together, which a merge across row groups would delay);
-- the calling thread decodes row group k (``ParquetFile.read_row_groups``,
-  which releases the GIL and decodes columns on pyarrow's threads) as soon
-  as its reads are done, together with any later ones already done, while
-  the rest are in flight; the tables are concatenated at the end.
+- row group k is decoded (``ParquetFile.read_row_groups``, which releases
+  the GIL and decodes columns on pyarrow's threads) as soon as its reads
+  are done, together with any later ones already done, while the rest are
+  in flight, on several threads at once (colio._parquet_decode: one call
+  decodes a row group's columns in parallel but the rest of the call runs
+  on its thread, which left a core idle with 3 of 30 columns); the tables
+  are concatenated in order at the end.
 
 pyarrow reads nothing here but the column chunks of the row groups and
 columns it is asked for (``read_row_groups`` with ``columns`` of top-level

@@ -38,11 +38,16 @@ const (
 
 	// DefaultPythonWorkers is how many parts of Python callable and fsspec
 	// sources run at once on the Python package's worker threads
-	// (internal/workq): the sweep of bench/run.py's callback workload on
-	// the 2-core reference machine (BENCHMARKS.md) found 8 no slower than
-	// ThreadPoolExecutor(8) at any latency, and callbacks that sleep gain
-	// from more threads than cores.
-	DefaultPythonWorkers = 8
+	// (internal/workq), from a sweep of bench/callable_fanout.py on the
+	// 2-core reference machine (8, 16 and 24 workers, alternating, 15
+	// rounds each, pool time / colio time against ThreadPoolExecutor(8)):
+	// 200 x 64 KiB at 0.5 ms 0.77-1.14 with 8, 1.31-2.33 with 16, 1.37-1.40
+	// with 24; at 0 ms the same within the noise (0.85-1.13: one worker
+	// runs the parts back to back, the others wait for the GIL); 20 x 2 MiB
+	// 1.24-1.83 for all three. Callbacks that sleep (a network wait) gain
+	// from more threads than cores; 16 is the smallest count that took the
+	// 0.5 ms row past the peer, and more gained nothing there.
+	DefaultPythonWorkers = 16
 
 	// MaxThreads bounds COLIO_NTHREADS so that a stray huge value cannot
 	// start an unbounded number of goroutines doing I/O.

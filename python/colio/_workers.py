@@ -55,7 +55,7 @@ _names = itertools.count(1)
 def _limit(L) -> int:
     v = ctypes.c_int64(0)
     if L.colio_config_get_int(b"python_workers", ctypes.byref(v)):
-        return 8
+        return 16  # config.DefaultPythonWorkers
     return v.value
 
 

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int t_failures;
@@ -85,8 +86,43 @@ static inline void sleep_ns(int64_t ns) {
   }
 }
 
-/* A hang fails the test: SIGALRM's default action kills the process. */
-static inline void watchdog(unsigned seconds) { alarm(seconds); }
+/* A hang fails the test: SIGALRM kills the process. Before it does, the
+ * handler has gdb print every thread's stack to stderr (where gdb is
+ * installed), so that a rare hang in CI leaves more than "Alarm clock".
+ * fork, execvp, waitpid and write are async-signal-safe. */
+static void watchdog_fire(int sig) {
+  static const char msg[] = "watchdog: the test hung; thread stacks follow (gdb)\n";
+  (void)!write(2, msg, sizeof msg - 1);
+  char pid[24];
+  int n = 0;
+  for (long v = (long)getpid(); v > 0; v /= 10)
+    pid[n++] = (char)('0' + v % 10);
+  for (int i = 0; i < n / 2; i++) {
+    char c = pid[i];
+    pid[i] = pid[n - 1 - i];
+    pid[n - 1 - i] = c;
+  }
+  pid[n] = 0;
+  pid_t child = fork();
+  if (child == 0) {
+    dup2(2, 1);
+    char *argv[] = {"gdb", "-batch", "-nx", "-p", pid, "-ex", "thread apply all bt", NULL};
+    execvp("gdb", argv);
+    _exit(127);
+  }
+  signal(sig, SIG_DFL);
+  if (child > 0) {
+    alarm(60); /* a stuck gdb: the default action ends both */
+    while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {
+    }
+  }
+  raise(sig);
+}
+
+static inline void watchdog(unsigned seconds) {
+  signal(SIGALRM, watchdog_fire);
+  alarm(seconds);
+}
 
 /* Deterministic bytes: a reference that does not come from colio. */
 static inline void fill_pattern(unsigned char *p, int64_t n, uint64_t seed) {

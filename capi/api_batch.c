@@ -28,6 +28,26 @@ int colio_readv_batch(colio_source *src, const colio_range *ranges, int64_t n, u
   return rc;
 }
 
+int colio_readv_packed(colio_source *src, const int64_t *pairs, int64_t n, uint32_t flags,
+                       void *buf, int64_t buf_size, int64_t *nread, int *status, colio_cq *cq,
+                       uint64_t ctx, colio_future **out) {
+  COLIOI_ENTER("colio_readv_packed");
+  uintptr_t tok = 0;
+  if (out == NULL) { /* blocking, as colio_readv */
+    int nested = colioi_work_wait_begin(COLIO_WAIT_FOREVER);
+    int rc = colioGoReadvPacked((uintptr_t)src, (int64_t *)pairs, n, flags, buf, buf_size, nread,
+                                status, (uintptr_t)cq, ctx, NULL, colioi_tls_level);
+    colioi_work_wait_end(nested);
+    return rc;
+  }
+  *out = NULL;
+  int rc = colioGoReadvPacked((uintptr_t)src, (int64_t *)pairs, n, flags, buf, buf_size, nread,
+                              status, (uintptr_t)cq, ctx, &tok, colioi_tls_level);
+  if (rc == COLIO_OK)
+    *out = (colio_future *)tok;
+  return rc;
+}
+
 int colio_future_wait_part(colio_future *fut, int64_t index, int64_t timeout_ns,
                            int64_t *nbytes) {
   COLIOI_ENTER("colio_future_wait_part");

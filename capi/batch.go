@@ -47,11 +47,22 @@ func (b *batchObj) len() int {
 	return b.b.Len()
 }
 
+// cRanges is startBatch's conv for a colio_range array.
+func cRanges(name string, ranges unsafe.Pointer) func(int) ([]engine.ReadRange, C.int) {
+	return func(n int) ([]engine.ReadRange, C.int) {
+		if ranges == nil {
+			return nil, invalid(name, "ranges is NULL but n is %d", n)
+		}
+		return readRanges(name, unsafe.Slice((*C.colio_range)(ranges), n))
+	}
+}
+
 // startBatch validates and starts the ranges. The returned future
 // completes after every range has written its nread/status slot and
 // posted its entry to q; its error is the failure of the lowest-index
 // range that failed.
-func startBatch(name string, src C.uintptr_t, ranges unsafe.Pointer, n C.int64_t, flags C.uint32_t,
+// conv checks and converts the n ranges (n > 0) once n itself is known good.
+func startBatch(name string, src C.uintptr_t, n C.int64_t, conv func(n int) ([]engine.ReadRange, C.int), flags C.uint32_t,
 	nread *C.int64_t, status *C.int, q *cqObj, ctx C.uint64_t, level C.int) (*future.Future, *batchObj, C.int) {
 	if flags&^readvFlags != 0 {
 		return nil, nil, invalid(name, "unknown flags 0x%x", uint32(flags&^readvFlags))
@@ -67,11 +78,8 @@ func startBatch(name string, src C.uintptr_t, ranges unsafe.Pointer, n C.int64_t
 		return future.Completed(e.Notifier(), 0, nil), &batchObj{}, C.COLIO_OK
 	case n > maxRanges:
 		return nil, nil, invalid(name, "n %d is more ranges than one call takes (%d)", int64(n), maxRanges)
-	case ranges == nil:
-		return nil, nil, invalid(name, "ranges is NULL but n is %d", int64(n))
 	}
-	rs := unsafe.Slice((*C.colio_range)(ranges), int(n))
-	rr, rc := readRanges(name, rs)
+	rr, rc := conv(int(n))
 	if rc != C.COLIO_OK {
 		return nil, nil, rc
 	}
@@ -111,13 +119,28 @@ func colioGoReadvBatch(src C.uintptr_t, ranges unsafe.Pointer, n C.int64_t, flag
 	nread *C.int64_t, status *C.int, cq C.uintptr_t, ctx C.uint64_t, out *C.uintptr_t, level C.int) (rc C.int) {
 	const name = "colio_readv_batch"
 	defer recoverInto(name, &rc)
+	return readvStart(name, src, n, cRanges(name, ranges), flags, nread, status, cq, ctx, out, level)
+}
+
+//export colioGoReadv
+func colioGoReadv(src C.uintptr_t, ranges unsafe.Pointer, n C.int64_t, flags C.uint32_t,
+	nread *C.int64_t, status *C.int, level C.int) (rc C.int) {
+	const name = "colio_readv"
+	defer recoverInto(name, &rc)
+	return readvWait(name, src, n, cRanges(name, ranges), flags, nread, status, level)
+}
+
+// readvStart starts a batch and hands out its future (colio_readv_batch).
+func readvStart(name string, src C.uintptr_t, n C.int64_t, conv func(int) ([]engine.ReadRange, C.int), flags C.uint32_t,
+	nread *C.int64_t, status *C.int, cq C.uintptr_t, ctx C.uint64_t, out *C.uintptr_t, level C.int) C.int {
 	var q *cqObj
 	if cq != 0 {
+		var rc C.int
 		if q, rc = cqOf(name, cq); rc != C.COLIO_OK {
 			return rc
 		}
 	}
-	agg, b, rc := startBatch(name, src, ranges, n, flags, nread, status, q, ctx, level)
+	agg, b, rc := startBatch(name, src, n, conv, flags, nread, status, q, ctx, level)
 	if rc != C.COLIO_OK {
 		return rc
 	}
@@ -130,12 +153,10 @@ func colioGoReadvBatch(src C.uintptr_t, ranges unsafe.Pointer, n C.int64_t, flag
 	return C.COLIO_OK
 }
 
-//export colioGoReadv
-func colioGoReadv(src C.uintptr_t, ranges unsafe.Pointer, n C.int64_t, flags C.uint32_t,
-	nread *C.int64_t, status *C.int, level C.int) (rc C.int) {
-	const name = "colio_readv"
-	defer recoverInto(name, &rc)
-	agg, _, rc := startBatch(name, src, ranges, n, flags, nread, status, nil, 0, level)
+// readvWait runs a batch to its end (colio_readv).
+func readvWait(name string, src C.uintptr_t, n C.int64_t, conv func(int) ([]engine.ReadRange, C.int), flags C.uint32_t,
+	nread *C.int64_t, status *C.int, level C.int) C.int {
+	agg, _, rc := startBatch(name, src, n, conv, flags, nread, status, nil, 0, level)
 	if rc != C.COLIO_OK {
 		return rc
 	}

@@ -447,7 +447,10 @@ int colio_cq_wait(colio_cq *cq, colio_cq_entry *entries, int64_t max, int64_t ti
 int colio_cq_free(colio_cq *cq);
 
 /* colio_readv, started: *out receives one future for the whole batch, and
- * the call returns at once. Range i writes nread[i] and status[i] (either
+ * the call returns without waiting for the I/O, except small reads of fast
+ * sources, which run inline as colio_readv_async's do (the caller and a few
+ * workers read them in chunks, and they have ended when the call returns).
+ * Range i writes nread[i] and status[i] (either
  * may be NULL; both must stay valid until the future completes or is
  * freed) and then, if cq is not NULL, posts {ctx + i, nbytes, status} to
  * it; the future completes after every range did. Its status, message and
@@ -458,6 +461,17 @@ int colio_cq_free(colio_cq *cq);
 int colio_readv_batch(colio_source *src, const colio_range *ranges, int64_t n, uint32_t flags,
                       int64_t *nread, int *status, colio_cq *cq, uint64_t ctx,
                       colio_future **out);
+
+/* colio_readv_batch with the ranges' buffers end to end in one (for
+ * bindings that read many small ranges into one allocation): pairs holds
+ * n (offset, size) pairs, and range i is read into buf at the sum of the
+ * sizes before it; buf holds buf_size bytes, at least the sum of all sizes
+ * (else COLIO_EINVAL, and nothing starts). With out NULL the call is
+ * colio_readv (it returns when every range has ended; cq must be NULL);
+ * otherwise it is colio_readv_batch. */
+int colio_readv_packed(colio_source *src, const int64_t *pairs, int64_t n, uint32_t flags,
+                       void *buf, int64_t buf_size, int64_t *nread, int *status, colio_cq *cq,
+                       uint64_t ctx, colio_future **out);
 
 /* Range index of a batch future, as colio_future_wait, colio_future_cancel
  * and colio_future_error do for a whole future (the message is owned by

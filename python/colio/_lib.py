@@ -242,6 +242,8 @@ FUNCTIONS = {
     "colio_cq_free": (c_int, [handle_p]),
     "colio_readv_batch": (c_int, [handle_p, POINTER(Range), c_int64, c_uint32, _p_i64, _p_int,
                                   handle_p, ctypes.c_uint64, _p_handle]),
+    "colio_readv_packed": (c_int, [handle_p, _p_i64, c_int64, c_uint32, c_void_p, c_int64, _p_i64,
+                                   _p_int, handle_p, ctypes.c_uint64, _p_handle]),
     "colio_future_wait_part": (c_int, [handle_p, c_int64, c_int64, _p_i64]),
     "colio_future_cancel_part": (c_int, [handle_p, c_int64, _p_int]),
     "colio_future_error_part": (c_int, [handle_p, c_int64, POINTER(c_char_p), _p_int]),

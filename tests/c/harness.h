@@ -90,7 +90,7 @@ static inline void sleep_ns(int64_t ns) {
  * handler has gdb print every thread's stack to stderr (where gdb is
  * installed), so that a rare hang in CI leaves more than "Alarm clock".
  * fork, execvp, waitpid and write are async-signal-safe. */
-static void watchdog_fire(int sig) {
+static inline void watchdog_fire(int sig) {
   static const char msg[] = "watchdog: the test hung; thread stacks follow (gdb)\n";
   (void)!write(2, msg, sizeof msg - 1);
   char pid[24];
@@ -106,7 +106,9 @@ static void watchdog_fire(int sig) {
   pid_t child = fork();
   if (child == 0) {
     dup2(2, 1);
-    char *argv[] = {"gdb", "-batch", "-nx", "-p", pid, "-ex", "thread apply all bt", NULL};
+    static char gdb[] = "gdb", batch[] = "-batch", nx[] = "-nx", p[] = "-p", ex[] = "-ex",
+                bt[] = "thread apply all bt";
+    char *argv[] = {gdb, batch, nx, p, pid, ex, bt, NULL};
     execvp("gdb", argv);
     _exit(127);
   }

@@ -19,9 +19,11 @@ buffer after the read has returned or raised.
 
 from __future__ import annotations
 
+import os
 import threading
 
 _pool = None
+_pool_pid = None       # the process that made _pool
 _pool_lock = threading.Lock()
 
 
@@ -34,12 +36,17 @@ def workers() -> int:
 
 def _executor(n):
     """The process's decode threads, at least n of them (a larger CPU count
-    set later gets a larger pool; the old one finishes what it holds)."""
-    global _pool
+    set later gets a larger pool; the old one finishes what it holds). A
+    forked child gets a pool of its own: the parent's threads do not exist
+    there, and its executor, which believes they do, would queue the work
+    for nobody (a local path's read needs no colio call that would refuse
+    to run after a fork)."""
+    global _pool, _pool_pid
     with _pool_lock:
-        if _pool is None or _pool._max_workers < n:
+        if _pool is None or _pool._max_workers < n or _pool_pid != os.getpid():
             from concurrent.futures import ThreadPoolExecutor
             _pool = ThreadPoolExecutor(n, thread_name_prefix="colio-parquet-decode")
+            _pool_pid = os.getpid()
         return _pool
 
 

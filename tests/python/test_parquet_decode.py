@@ -7,6 +7,8 @@ decode error (corrupt chunk bytes) raised as pyarrow raises it. No timing:
 concurrency is shown by a hand-off that only two threads at once can pass
 (with a 10 s hang watchdog)."""
 
+import os
+import signal
 import threading
 import time
 
@@ -182,3 +184,39 @@ def test_a_decode_error_raises_and_the_next_read_is_right(pfile, monkeypatch):
             cpq.read_table(src, columns=["x"])
         current[0] = good
         assert cpq.read_table(src, columns=["x"]).equals(pq.read_table(pfile, columns=["x"]))
+
+
+def test_a_forked_child_decodes_with_threads_of_its_own(pfile, monkeypatch):
+    """The parent's pool exists (it read first); a child forked after that
+    reads a local path (nothing in it calls the library, which refuses
+    after a fork) and gets the same table, instead of queueing its decodes
+    for the parent's threads, which do not exist in it (that hung)."""
+    monkeypatch.setattr(dec, "workers", lambda: 2)
+    want = pq.read_table(pfile, columns=["s", "l"])
+    assert cpq.read_table(pfile, columns=["s", "l"]).equals(want)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report, never return into pytest
+        code = 1
+        try:
+            os.close(r)
+            ok = cpq.read_table(pfile, columns=["s", "l"]).equals(want)
+            os.write(w, b"same" if ok else b"different")
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    deadline = time.monotonic() + WATCHDOG
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child's read hung")
+        time.sleep(0.01)
+    with os.fdopen(r, "rb") as f:
+        said = f.read()
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, said
+    assert said == b"same"

@@ -7,7 +7,7 @@ from ctypes import byref, c_int64, c_void_p
 
 from . import _fastcall as _fast
 from . import _future, _lib
-from ._buffers import EMPTY_ADDR, index, readable
+from ._buffers import EMPTY_ADDR, INT64_MAX, index, readable
 from ._errors import InvalidArgumentError, last_error
 from ._handle import Handle, device_module, lib
 
@@ -37,19 +37,31 @@ class Sink(Handle):
             return _lib.APPEND
         return index(offset, "offset")
 
+    def _off(self, offset):
+        """_offset for the calls of small writes: a plain int in range, or
+        an append to a sink that takes appends, without index()'s frame
+        and conversions."""
+        if offset is None:
+            if not self._positional:
+                return _lib.APPEND
+        elif type(offset) is int and 0 <= offset <= INT64_MAX:
+            return offset
+        return self._offset(offset)
+
     def write_async(self, buf, offset: int | None = None) -> "_future.Future":
         """Starts writing all of buf (``nbytes``) at offset (None: append at
         the next reserved offset); the future's result is the number of
         bytes written and its ``offset`` attribute where they went. buf
         stays alive and locked until the future is done: do not change it
         meanwhile."""
-        if _fast.device_type(type(buf)) and device_module().is_device(buf):
-            return device_module().write_async(self, buf, offset)
-        if type(buf) is bytes:
+        t = type(buf)
+        if t is bytes:
             pin, addr, n = buf, (_fast.bytes_addr(buf) if buf else EMPTY_ADDR), len(buf)
+        elif _fast.device_type(t) and device_module().is_device(buf):
+            return device_module().write_async(self, buf, offset)
         else:
             pin, addr, n = readable(buf, "the data to write")
-        off = _lib.APPEND if offset is None and not self._positional else self._offset(offset)
+        off = self._off(offset)
         L = _lib.L or _lib.load()
         F = _future
         if F._to_free:
@@ -86,13 +98,14 @@ class Sink(Handle):
     def write(self, buf, offset: int | None = None) -> int:
         """Writes all of buf at offset (None: append) and returns the bytes
         written."""
-        if _fast.device_type(type(buf)) and device_module().is_device(buf):
-            return device_module().write_async(self, buf, offset).result()
-        if type(buf) is bytes:
+        t = type(buf)
+        if t is bytes:
             pin, addr, n = buf, (_fast.bytes_addr(buf) if buf else EMPTY_ADDR), len(buf)
+        elif _fast.device_type(t) and device_module().is_device(buf):
+            return device_module().write_async(self, buf, offset).result()
         else:
             pin, addr, n = readable(buf, "the data to write")
-        off = _lib.APPEND if offset is None and not self._positional else self._offset(offset)
+        off = self._off(offset)
         if _lib.L is None:
             _lib.load()
         rc, got, _ = _fast.write(self._h(), addr, n, off)

@@ -155,3 +155,28 @@ def test_copy_through_colio(tmp_path, data_file, ref):
             f.result(10)
     assert os.path.getsize(p) == len(ref)
     assert open(p, "rb").read() == ref
+
+
+def test_write_offsets_of_any_integer_type_and_range(tmp_path):
+    # Small writes take plain ints without index(); everything else still
+    # goes through it: integer types, the int64 bound, unpickled sinks.
+    p = str(tmp_path / "out.bin")
+    with colio.sink(p, "w") as k:
+        assert k.write_async(b"abcd", np.int64(4)).result() == 4
+        assert k.write(b"wxyz", 0) == 4
+        assert k.write_async(np.frombuffer(b"EF", dtype=np.uint8), 8).result() == 2
+        for bad in (2 ** 63, -1):
+            with pytest.raises(ValueError):
+                k.write_async(b"x", bad)
+            with pytest.raises(ValueError):
+                k.write(b"x", bad)
+        with pytest.raises(TypeError):
+            k.write_async(b"x", 1.0)
+        blob = pickle.dumps(k)
+    assert open(p, "rb").read() == b"wxyzabcdEF"
+    k2 = pickle.loads(blob)
+    with pytest.raises(colio.InvalidArgumentError, match="explicit offsets"):
+        k2.write(b"x")
+    with pytest.raises(colio.InvalidArgumentError, match="explicit offsets"):
+        k2.write_async(b"x")
+    k2.close()

@@ -189,6 +189,10 @@ class _Layout:
         return L.colio_readv_batch(handle, self.c_ranges, self.n, flags, self.c_nread,
                                    self.c_status, cq, ctx, out)
 
+    def addr(self, i: int) -> int:
+        """Range i's address (callback sources key their errors by it)."""
+        return self.addrs[i]
+
     def results(self):
         return [o[p:p + k] for o, p, k in zip(self.owners, self.starts, self.nread)]
 
@@ -206,7 +210,7 @@ def _flags(src) -> int:
 
 def _range_error(src, lay, i: int, code: int, message=None, errnum: int = 0):
     if src._keep_errors:
-        exc = src._take_callback_error(lay.addrs[i], lay.sizes[i])
+        exc = src._take_callback_error(lay.addr(i), lay.sizes[i])
         if exc is not None:
             return exc
     return make_error(code, message, errnum)
@@ -232,7 +236,7 @@ def read_ranges(src, ranges) -> list:
             raise _refused(src, offs, sizes, rc)
         err = src._fail(st[i])  # the thread's last error is range i's (the lowest failing)
         if src._keep_errors:
-            exc = src._take_callback_error(lay.addrs[i], lay.sizes[i])
+            exc = src._take_callback_error(lay.addr(i), lay.sizes[i])
             if exc is not None:
                 raise exc
         raise err

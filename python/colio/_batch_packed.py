@@ -46,12 +46,9 @@ class Packed:
         return L.colio_readv_packed(handle, self.c_pairs, self.n, flags, self.base, self.total,
                                     self.c_nread, self.c_status, cq, ctx, out)
 
-    @property
-    def addrs(self) -> list:
+    def addr(self, i: int) -> int:
         """Range i's address (callback sources key their errors by it)."""
-        if not self.total:
-            return [EMPTY_ADDR] * self.n
-        return list(map(self.base.__add__, self.starts[:-1]))
+        return self.base + self.starts[i] if self.sizes[i] else EMPTY_ADDR
 
     def results(self) -> list:
         mv, starts, nr = self.shared, self.starts, self.nread

@@ -42,6 +42,7 @@ import os
 from fsspec.callbacks import DEFAULT_CALLBACK
 from fsspec.implementations.chained import ChainedFileSystem
 
+from . import _fsspec_info
 from ._fsspec_fs_cache import SourceCache
 from ._fsspec_fs_files import WRITE_CHUNK, ColioReadFile, ColioWriteFile
 
@@ -157,12 +158,20 @@ class ColioFileSystem(ChainedFileSystem):
 
     def invalidate_cache(self, path=None) -> None:
         self._sources.invalidate(None if path is None else [self._path(path)])
+        self._forget_infos(None if path is None else [self._path(path)])
         self.fs.invalidate_cache(None if path is None else self._path(path))
 
     def _changed(self, path) -> None:
         """A write or removal went through this file system: later reads
         must see the new object."""
         self._sources.invalidate([self._path(path)])
+        self._forget_infos(None)  # a directory's listing may have changed too
+
+    def _forget_infos(self, paths) -> None:
+        """Drops the listing fan-out's answers (colio._fsspec_info)."""
+        c = self.__dict__.get("_infos")
+        if c is not None:
+            c.invalidate(paths)
 
     # -- reads ----------------------------------------------------------------
 
@@ -472,16 +481,19 @@ def _forward_changing(name):
             return getattr(self.fs, name)(*args, **kwargs)
         finally:
             self._sources.invalidate()  # what it touched may be cached
+            self._forget_infos(None)
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"The target file system's ``{name}`` (forgets cached sources)."
     return method
 
 
-# Listing and metadata: the target's answer is the answer.
-for _n in ("ls", "info", "exists", "lexists", "isdir", "isfile", "size", "sizes", "checksum",
-           "ukey", "created", "modified", "find", "glob", "walk", "du", "expand_path",
-           "listdir", "sign", "mkdir", "makedirs", "mkdirs"):
+# Listing and metadata: the target's answer is the answer. Listings start
+# the info of the files they return, and info, checksum, size and ukey are
+# answered from those (colio._fsspec_info).
+for _n in ("exists", "lexists", "isdir", "isfile", "sizes", "created", "modified", "walk",
+           "du", "listdir", "sign", "mkdir", "makedirs", "mkdirs"):
     setattr(ColioFileSystem, _n, _forward(_n))
+_fsspec_info.install(ColioFileSystem)
 # Changes inside the target: done by it (a server-side copy stays one).
 for _n in ("rm", "rm_file", "rmdir", "_rm", "cp_file", "copy", "mv", "touch", "delete"):
     setattr(ColioFileSystem, _n, _forward_changing(_n))

@@ -315,10 +315,11 @@ def _decoded(opener, batches, need, filters, columns, n=None):
 
 
 def _pieces(rgs, n):
-    """rgs cut into runs for n threads: one row group each while there are
-    few, else runs of about len/(2n), so that the threads share a large
-    batch evenly and each call still decodes several row groups."""
-    k = max(1, -(-len(rgs) // (2 * n)))
+    """rgs cut into n runs for n threads (one row group each while there are
+    fewer): each call's own cost (measured: 20 calls of one row group of 3
+    columns took 23 ms of CPU where 2 calls of 10 took 19) is paid once
+    per thread, and within a call pyarrow's pool still shares the columns."""
+    k = max(1, -(-len(rgs) // n))
     return [rgs[i:i + k] for i in range(0, len(rgs), k)]
 
 

@@ -46,12 +46,13 @@ class InfoCache:
         self._epoch = 0           # bumped by invalidate: a fan-out started before it is not kept
 
     def prefetch(self, fs, paths) -> None:
-        """Starts the target's info of each path not known yet, all at
-        once, on fs's loop; returns at once. fs must be async (fsspec's
+        """Starts the target's info of each path, all at once, on fs's
+        loop; returns at once. Each listing asks afresh: what an earlier
+        one fetched is replaced, so an answer is never older than the
+        listing before the call that takes it. fs must be async (fsspec's
         AsyncFileSystem with its own loop)."""
-        now = time.monotonic()
         with self._lock:
-            todo = [p for p in dict.fromkeys(paths) if not self._fresh(p, now)]
+            todo = list(dict.fromkeys(paths))
             epoch = self._epoch
             if not todo:
                 return
@@ -73,10 +74,6 @@ class InfoCache:
             asyncio.run_coroutine_threadsafe(all_of(), fs.loop)
         except Exception:  # noqa: BLE001 - no loop: the calls go to the target
             self.invalidate(todo)
-
-    def _fresh(self, path, now) -> bool:
-        e = self._entries.get(path)
-        return e is not None and (e[1] is None or e[1] > now)
 
     def _arrived(self, path, fut, info, epoch) -> None:
         with self._lock:

@@ -175,3 +175,14 @@ def test_dask_read_csv_of_a_glob(listing):
         got = dd.read_csv("colio::" + listing.base + "/*.csv").compute().reset_index(drop=True)
     assert got.equals(want)
     assert listing.peak >= 4, listing.peak
+
+
+def test_each_listing_asks_afresh(listing):
+    """An answer is never older than the listing before the call: a second
+    listing fetches every file's info again."""
+    fs = _fresh_fs()
+    p = fs.glob(listing.base + "/*.csv")[0]
+    assert fs.info(p)["ETag"] == '"v1"'
+    listing.etags["/tab/p0.csv"] = '"v2"'
+    fs.glob(listing.base + "/*.csv")
+    assert fs.info(p)["ETag"] == '"v2"'

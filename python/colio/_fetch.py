@@ -99,8 +99,8 @@ class Fetcher:
         fx.secrets = self._secrets + [u.partition(b"?")[2].decode() for u in enc]
         h = c_void_p()
         _live[fx.key] = fx  # before the call: an entry may come before it returns
-        rc = L.colio_fetch_urls((c_char_p * len(enc))(*enc), len(enc), self._opts, cq,
-                                fx.key << 32, byref(h))
+        rc = _calls(L)[0]((c_char_p * len(enc))(*enc), len(enc), self._opts, cq,
+                          fx.key << 32, byref(h))
         if rc:
             del _live[fx.key]
             raise _remote._scrub(last_error(rc), fx.secrets)
@@ -112,6 +112,28 @@ def _encode(url: str) -> bytes:
         raise _remote.InvalidArgumentError(
             f"colio: embedded null byte in the URL {_remote.redact_url(url)!r}")
     return url.encode()
+
+
+_held = None
+
+
+def _calls(L):
+    """colio_fetch_urls, colio_fetch_copy and colio_future_free that keep
+    the GIL (PyDLL): none of them waits (the first only starts goroutines,
+    the others copy or drop what has ended), and releasing the GIL on the
+    loop for a call of microseconds hands it to a busy thread (zarr's
+    decoders) that keeps it for up to the 5 ms switch interval."""
+    global _held
+    if _held is None:
+        import ctypes
+        d = ctypes.PyDLL(L.path, handle=L.dll._handle)
+        fns = []
+        for name in ("colio_fetch_urls", "colio_fetch_copy", "colio_future_free"):
+            f = d[name]
+            f.restype, f.argtypes = _lib.FUNCTIONS[name]
+            fns.append(f)
+        _held = tuple(fns)
+    return _held
 
 
 def _queue(L):
@@ -165,7 +187,7 @@ def _drain(L, cq) -> None:
 def _deliver(items) -> None:
     """On the loop: copy each object's bytes out and complete its future."""
     L = lib()
-    copy = L.colio_fetch_copy
+    _, copy, free = _calls(L)
     for fx, i, st, nbytes in items:
         fut = fx.futs[i]
         if st == 0:
@@ -178,19 +200,19 @@ def _deliver(items) -> None:
                 fut.set_exception(_remote._scrub(last_error(rc), fx.secrets))
             else:
                 fut.set_result(b)
-        _ended(L, fx)
+        _ended(fx, free)
 
 
 def _drop(L, items) -> None:
     for fx, _i, _st, _n in items:
-        _ended(L, fx)
+        _ended(fx, L.colio_future_free)
 
 
-def _ended(L, fx) -> None:
+def _ended(fx, free) -> None:
     fx.left -= 1
     if fx.left == 0:
         _live.pop(fx.key, None)
-        L.colio_future_free(fx.h)  # done: every object ended before its entry came
+        free(fx.h)  # done: every object ended before its entry came, so no wait
 
 
 def _after_fork_in_child() -> None:

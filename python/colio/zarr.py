@@ -39,8 +39,9 @@ from .fsspec import _URL_ROUTED, ColioFileSystem, _as_bytes, _range
 
 __all__ = ["Store"]
 
-# Threads that open sources for chunks not yet open (an open waits on the
-# network: a HEAD, or the prefetch GET). asyncio's default executor has
+# Threads that open the sources of keys read in ranges (a shard) and not
+# yet open (an open waits on the network: a HEAD); keys read whole never
+# come here (colio._fetch). asyncio's default executor has
 # min(32, cores + 4) of them, 6 on 2 cores, which capped a zarr read at 6
 # requests in flight whatever async.concurrency said; an idle thread costs
 # only its stack.

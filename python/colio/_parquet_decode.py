@@ -8,7 +8,11 @@ calling thread: with 3 of 30 columns the decode ran on one core of two,
 and polars, which decodes row groups in parallel, was ahead. Here each
 run of row groups is a task on a small pool of long-lived threads (as many
 as pyarrow's CPU count), started as soon as its bytes are in; pyarrow
-releases the GIL while it decodes, so the tasks run at once.
+releases the GIL while it decodes, so the tasks run at once. A read has
+at most one piece per thread running or queued: the next one is cut only
+when a thread is free, and holds every row group that arrived meanwhile
+(with no latency row groups arrive one by one, and a call per row group
+cost more CPU than the threads saved).
 
 Each thread decodes through a ParquetFile of its own over the same memory
 (a reader is not documented to be safe under concurrent calls; making one
@@ -63,16 +67,39 @@ class Ordered:
         self._lock = threading.Lock()
         self._stop = False        # a piece failed, or close(): start nothing more
         self._futures = []
+        self._slots = threading.Semaphore(self._n)  # pieces running or queued
 
     @property
     def parallel(self) -> int:
         return self._n
 
+    def wait_free(self) -> None:
+        """Waits until a piece submitted now would start at once."""
+        if self._n > 1:
+            self._slots.acquire()
+            self._slots.release()
+
     def submit(self, rgs) -> None:
-        if self._n <= 1:  # no pool: decoded now, on the calling thread
+        """Decodes rgs, now on the calling thread without a pool, else on
+        the pool once a slot of this read is free (waiting for it)."""
+        if self._n <= 1:
             self._futures.append(_Done(self._run(list(rgs))))
             return
-        self._futures.append(_executor(self._n).submit(self._run, list(rgs)))
+        self._slots.acquire()
+        if self._stop:  # a piece failed meanwhile: tables() raises it
+            self._slots.release()
+            return
+        try:
+            self._futures.append(_executor(self._n).submit(self._slot_run, list(rgs)))
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def _slot_run(self, rgs):
+        try:
+            return self._run(rgs)
+        finally:
+            self._slots.release()
 
     def _run(self, rgs):
         if self._stop:

@@ -301,8 +301,15 @@ def _decoded(opener, batches, need, filters, columns, n=None):
         return t
 
     dec = _Ordered(opener, decode, n)
+    batches = iter(batches)
     try:
-        for rgs in batches:
+        while True:
+            # The next batch once a thread is free: it then holds every row
+            # group that arrived while the threads were busy.
+            dec.wait_free()
+            rgs = next(batches, None)
+            if rgs is None:
+                break
             for piece in _pieces(rgs, dec.parallel):
                 dec.submit(piece)
         tables = dec.tables()

@@ -1,6 +1,7 @@
 """Row groups decoded on several threads (colio._parquet_decode, used by
 colio.parquet.read_table): pieces that finish out of order come back in the
-order given, they really run at once, a failed piece stops the ones not yet
+order given, they really run at once, a read holds at most one piece per
+thread (the next waits for a free one), a failed piece stops the ones not yet
 started and raises once nothing runs, and read_table's tables equal
 pyarrow's read of the local file whatever the number of threads, with a
 decode error (corrupt chunk bytes) raised as pyarrow raises it. No timing:
@@ -59,6 +60,38 @@ def test_pieces_come_back_in_order_and_run_at_once():
     finally:
         o.close()
     assert len(threads) >= 2 and threading.get_ident() not in threads
+
+
+def test_a_read_holds_at_most_one_piece_per_thread():
+    """With both threads busy the next submit waits (so that the piece it
+    would cut holds what arrives meanwhile), and goes on once one is free."""
+    gate, started = threading.Event(), threading.Semaphore(0)
+
+    def decode(pf, rgs):
+        started.release()
+        assert gate.wait(WATCHDOG)
+        return rgs
+
+    o = dec.Ordered(lambda: object(), decode, 2)
+    submitted = []
+
+    def submitter():
+        for r in range(3):
+            o.submit([r])
+            submitted.append(r)
+
+    t = threading.Thread(target=submitter)
+    t.start()
+    try:
+        assert started.acquire(timeout=WATCHDOG) and started.acquire(timeout=WATCHDOG)
+        t.join(0.2)
+        assert t.is_alive() and submitted == [0, 1]  # the third waits for a thread
+    finally:
+        gate.set()
+    t.join(WATCHDOG)
+    assert not t.is_alive() and submitted == [0, 1, 2]
+    assert o.tables() == [[0], [1], [2]]
+    o.close()
 
 
 def test_a_failed_piece_stops_the_rest_and_raises():

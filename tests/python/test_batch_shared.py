@@ -95,3 +95,18 @@ def test_negative_offsets_are_named_after_the_library_refuses(src):
         src.read_ranges([(0, 1), (0, 2), (0, 3), (0, -4)])
     with pytest.raises(colio.InvalidArgumentError, match="past the end"):
         src.read_ranges(good + [(SIZE + 1, 5)])
+
+
+@pytest.mark.parametrize("size", [(1 << 16) - 1, 1 << 16, (1 << 16) + 1, 1 << 20])
+def test_sizes_around_the_packed_limit(data_file, size):
+    # Under 64 KiB the sizes are recognised from their packed bytes; from
+    # it on they are compared as ints (and over it clamped, each range with
+    # a bytes object of its own).
+    ranges = [(0, 10), (123, size), (SIZE - 5, size), (SIZE, size), (7, 0)]
+    want = [pread(data_file, o, k) for o, k in ranges]
+    with colio.source(data_file) as s:
+        got = s.read_ranges(ranges)
+        assert [bytes(m) for m in got] == want
+        assert [bytes(f.result(10)) for f in s.read_ranges_async(ranges)] == want
+        if size > 1 << 16:
+            assert len(got[1].obj) == len(want[1])  # its own bytes object

@@ -25,7 +25,7 @@ type Source struct {
 	client *http.Client
 	sign   func(ctx context.Context, req *http.Request) error // S3; nil for plain HTTP
 
-	size int64
+	size   int64
 	pre    []byte // bytes of the object kept from the open (prefetch.go); read-only
 	preOff int64  // where they start: 0 for prefetch, the tail's start for prefetch_tail
 

@@ -39,7 +39,7 @@ type faults struct {
 	ignoreRange       bool
 	badRange, short   bool
 	trickle           time.Duration
-	rate              int64 // bytes per second of the body; 0: as fast as it goes
+	rate              int64  // bytes per second of the body; 0: as fast as it goes
 	hang              string // "", "all", "get", "head"
 	etag, noETag      bool
 	ignoreIfMatch     bool

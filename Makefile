@@ -37,6 +37,8 @@ demo: lib venv
 test: test-go test-cuda-build test-c test-python test-arrow-cgocheck2 test-bench-quick
 
 test-go:
+	@unformatted=$$("$$($(GO) env GOROOT)/bin/gofmt" -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.venv/*')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt: not formatted: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 

@@ -67,39 +67,50 @@ class Ordered:
         self._lock = threading.Lock()
         self._stop = False        # a piece failed, or close(): start nothing more
         self._futures = []
-        self._slots = threading.Semaphore(self._n)  # pieces running or queued
+        self._busy = 0            # pieces of this read running or queued
+        self._cv = threading.Condition(threading.Lock())
 
     @property
     def parallel(self) -> int:
         return self._n
 
-    def wait_free(self) -> None:
-        """Waits until a piece submitted now would start at once."""
+    def wait_free(self, limit=None) -> None:
+        """Waits until fewer than ``limit`` (None: the thread count) pieces
+        of this read are running or queued."""
+        limit = self._n if limit is None else max(1, min(limit, self._n))
         if self._n > 1:
-            self._slots.acquire()
-            self._slots.release()
+            with self._cv:
+                while self._busy >= limit:
+                    self._cv.wait()
 
     def submit(self, rgs) -> None:
         """Decodes rgs, now on the calling thread without a pool, else on
-        the pool once a slot of this read is free (waiting for it)."""
+        the pool once a thread of this read is free (waiting for it)."""
         if self._n <= 1:
             self._futures.append(_Done(self._run(list(rgs))))
             return
-        self._slots.acquire()
-        if self._stop:  # a piece failed meanwhile: tables() raises it
-            self._slots.release()
-            return
+        with self._cv:
+            while self._busy >= self._n:
+                self._cv.wait()
+            if self._stop:  # a piece failed meanwhile: tables() raises it
+                return
+            self._busy += 1
         try:
-            self._futures.append(_executor(self._n).submit(self._slot_run, list(rgs)))
+            self._futures.append(_executor(self._n).submit(self._counted_run, list(rgs)))
         except BaseException:
-            self._slots.release()
+            self._done_one()
             raise
 
-    def _slot_run(self, rgs):
+    def _counted_run(self, rgs):
         try:
             return self._run(rgs)
         finally:
-            self._slots.release()
+            self._done_one()
+
+    def _done_one(self):
+        with self._cv:
+            self._busy -= 1
+            self._cv.notify_all()
 
     def _run(self, rgs):
         if self._stop:

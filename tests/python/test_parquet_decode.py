@@ -253,3 +253,33 @@ def test_a_forked_child_decodes_with_threads_of_its_own(pfile, monkeypatch):
         said = f.read()
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, said
     assert said == b"same"
+
+
+def test_while_bytes_arrive_half_the_threads_decode(monkeypatch):
+    """_decoded with 2 threads: batches that are not the last are decoded
+    one piece at a time (the fetch needs the other core), the last one is
+    cut in two and decoded on both threads at once."""
+    import colio._parquet_eager as eager
+    running, peak, seen = [0], [], []
+    lock = threading.Lock()
+    both = threading.Barrier(2, timeout=WATCHDOG)
+
+    class PF:
+        def read_row_groups(self, rgs, columns=None, use_threads=True):
+            with lock:
+                running[0] += 1
+                peak.append(running[0])
+                seen.append(list(rgs))
+            try:
+                if rgs[0] >= 4:  # the last batch's two pieces meet here
+                    both.wait()
+                return pa.table({"r": pa.array(rgs, pa.int64())})
+            finally:
+                with lock:
+                    running[0] -= 1
+
+    batches = [([0], False), ([1, 2], False), ([3], False), ([4, 5, 6, 7], True)]
+    got = eager._decoded(PF, batches, None, None, None, n=2)
+    assert got.column("r").to_pylist() == list(range(8))
+    assert seen[:3] == [[0], [1, 2], [3]] and sorted(seen[3:]) == [[4, 5], [6, 7]]
+    assert max(peak[:3]) == 1

@@ -45,13 +45,13 @@ from fsspec.implementations.chained import ChainedFileSystem
 from . import _fsspec_info
 from ._fsspec_fs_cache import SourceCache
 from ._fsspec_fs_files import WRITE_CHUNK, ColioReadFile, ColioWriteFile
-
-__all__ = ["ColioFileSystem"]
-
 # Targets that colio.source(url) may route to a native remote source (no
 # Python on the data path); for the others the target's own object is
 # wrapped with colio.from_fsspec.
-_URL_ROUTED = frozenset(("http", "https", "s3", "s3a"))
+from ._fsspec_open import URL_ROUTED as _URL_ROUTED
+from ._fsspec_open import read_entry
+
+__all__ = ["ColioFileSystem"]
 
 # Copying a local file: pieces read and written at once, and their size.
 _COPY_DEPTH = 8
@@ -256,14 +256,14 @@ class ColioFileSystem(ChainedFileSystem):
             columns = kwargs.pop("columns", None)
             if columns is not None:
                 return self._open_parquet(path, columns, kwargs)
-            e = self._lease(path)
+            e, release = read_entry(self, path, kwargs.get("prefetch_max"))
             try:
-                return ColioReadFile(self, path, e, self._sources.release,
+                return ColioReadFile(self, path, e, release,
                                      buffer_size=kwargs.get("buffer_size"),
                                      depth=kwargs.get("depth"),
                                      prefetch_max=kwargs.get("prefetch_max"))
             except BaseException:
-                self._sources.release(e)
+                release(e)
                 raise
         if self._local and autocommit and mode in ("wb", "ab", "xb"):
             self._before_write(path)

@@ -90,11 +90,11 @@ def test_store_writes_go_to_the_target(tmp_path):
 
 
 def test_store_opens_chunks_as_concurrently_as_zarr_asks(tmp_path, server):
-    """Each chunk is its own object, so each get opens a source (a blocking
-    call, run off the event loop). Before, the opens ran on asyncio's
+    """Each chunk is its own object. Its opens once ran on asyncio's
     default executor, min(32, cores + 4) threads: 6 here, so a read with
-    async.concurrency=32 had at most 6 requests in flight. An open is
-    now the chunk's one GET (prefetch), so no HEAD is made at all."""
+    async.concurrency=32 had at most 6 requests in flight. A chunk is now
+    fetched by the library (colio_fetch_urls), its open the chunk's one
+    GET (prefetch), so no HEAD is made at all."""
     root = tmp_path / "c.zarr"
     rng = np.random.default_rng(3)
     want = rng.random((64, 16))

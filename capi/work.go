@@ -143,17 +143,31 @@ func colioGoReadAsyncTagged(src C.uintptr_t, buf unsafe.Pointer, size, off C.int
 	if err != nil {
 		return fail(name, err)
 	}
-	outs := unsafe.Slice(out, 1)
-	if rc := putFutures(name, outs, f); rc != C.COLIO_OK {
-		return rc
+	// The note's fields and the handle are one object, and it is the
+	// future's hook itself: a closure per read was one more allocation.
+	wn := &workNote{futureObj: futureObj{f: f}, tag: uint64(tag)}
+	h, err := handles.put(kindFuture, &wn.futureObj)
+	if err != nil {
+		f.WaitTimeout(-1) // the buffer is the caller's again only once no part uses it
+		return invalid(name, "%v", err)
 	}
-	h, t := uintptr(outs[0]), uint64(tag)
+	wn.handle = uintptr(h)
+	*out = C.uintptr_t(h)
 	// On the goroutine that ends the future: usually the worker handing
 	// back its last part, which collects the note in the same call.
-	f.OnCompleteInline(func(f *future.Future) {
-		workQueue.Post(workq.Note{Tag: t, Handle: h, N: f.N(), Err: f.Err()})
-	})
+	f.OnCompleteHook(wn)
 	return C.COLIO_OK
+}
+
+// workNote is a tagged read's future handle with what its note says.
+type workNote struct {
+	futureObj
+	tag    uint64
+	handle uintptr
+}
+
+func (wn *workNote) FutureDone(f *future.Future) {
+	workQueue.Post(workq.Note{Tag: wn.tag, Handle: wn.handle, N: f.N(), Err: f.Err()})
 }
 
 // maxNotes bounds the notes one step hands out (and the Go buffer for them).

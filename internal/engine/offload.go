@@ -8,51 +8,71 @@ import (
 	"github.com/colio-dev/colio/internal/workq"
 )
 
-// job is part [a, b) of r as a job for an Offloader's outside workers:
-// runPart cut in two, the start when a worker takes it (so a part no
-// worker has taken is still cancellable, and one taken after Close fails
-// with Closed) and the end when the worker hands the result back. The
-// part holds no pool slot while it is queued or running.
-func (e *Engine) job(ctx context.Context, r *request, a, b int64) *workq.Job {
-	at := r.off + a
-	return &workq.Job{
-		Buf:   r.p[a:b],
-		Off:   at,
-		Level: pool.LevelOf(ctx),
-		Begin: func() bool {
-			if !r.f.Begin() {
-				r.f.PartDoneAt(0, errs.New(errs.Cancelled, "colio: operation cancelled before this part started"), at)
-				r.users.release()
-				return false
-			}
-			if r.onClosed && r.users.closed.Load() {
-				r.f.PartDoneAt(0, errs.New(errs.Closed, "colio: source closed before this part started"), at)
-				r.users.release()
-				return false
-			}
-			e.c.enter()
-			return true
-		},
-		Finish: func(n int, err error) {
-			defer r.users.release()
-			e.c.leave()
-			if err == nil && (n < 0 || int64(n) > b-a) {
-				err = errs.New(errs.CallbackFailed, "colio: read callback returned %d for a request of %d bytes at offset %d", n, b-a, at)
-				n = 0
-			}
-			e.c.bytesRead.Add(int64(n))
-			if err == nil && int64(n) < b-a {
-				err = shortRead(r.off, int64(len(r.p)), at+int64(n), r.end)
-			}
-			if err != nil && errs.KindOf(err) != errs.Cancelled {
-				e.c.errors.Add(1)
-			}
-			r.f.PartDoneAt(int64(n), err, at)
-		},
-		Fail: func(err error) {
-			defer r.users.release()
-			r.f.Begin()
-			r.f.PartDoneAt(0, err, at)
-		},
+// offloaded is part [a, b) of r as a job for an Offloader's outside
+// workers: runPart cut in two, the start when a worker takes it (so a part
+// no worker has taken is still cancellable, and one taken after Close
+// fails with Closed) and the end when the worker hands the result back.
+// The part holds no pool slot while it is queued or running. It is its
+// own workq.Part, and a request's parts are one allocation: a callback
+// source's small reads made four (the job and three closures) per part.
+type offloaded struct {
+	job  workq.Job
+	e    *Engine
+	r    *request
+	a, b int64
+}
+
+// offload queues r's parts, split at ts, with r's source.
+func (e *Engine) offload(ctx context.Context, r *request, parts int, ts int64) {
+	n, level := int64(len(r.p)), pool.LevelOf(ctx)
+	ps := make([]offloaded, parts)
+	for i := range ps {
+		p := &ps[i]
+		p.e, p.r = e, r
+		p.a = int64(i) * ts
+		p.b = min(p.a+ts, n)
+		p.job = workq.Job{Buf: r.p[p.a:p.b], Off: r.off + p.a, Level: level, Part: p}
+		r.ext.Offload(&p.job)
 	}
+}
+
+func (p *offloaded) Begin() bool {
+	r, at := p.r, p.r.off+p.a
+	if !r.f.Begin() {
+		r.f.PartDoneAt(0, errs.New(errs.Cancelled, "colio: operation cancelled before this part started"), at)
+		r.users.release()
+		return false
+	}
+	if r.onClosed && r.users.closed.Load() {
+		r.f.PartDoneAt(0, errs.New(errs.Closed, "colio: source closed before this part started"), at)
+		r.users.release()
+		return false
+	}
+	p.e.c.enter()
+	return true
+}
+
+func (p *offloaded) Finish(n int, err error) {
+	e, r, at, want := p.e, p.r, p.r.off+p.a, p.b-p.a
+	defer r.users.release()
+	e.c.leave()
+	if err == nil && (n < 0 || int64(n) > want) {
+		err = errs.New(errs.CallbackFailed, "colio: read callback returned %d for a request of %d bytes at offset %d", n, want, at)
+		n = 0
+	}
+	e.c.bytesRead.Add(int64(n))
+	if err == nil && int64(n) < want {
+		err = shortRead(r.off, int64(len(r.p)), at+int64(n), r.end)
+	}
+	if err != nil && errs.KindOf(err) != errs.Cancelled {
+		e.c.errors.Add(1)
+	}
+	r.f.PartDoneAt(int64(n), err, at)
+}
+
+func (p *offloaded) Fail(err error) {
+	r := p.r
+	defer r.users.release()
+	r.f.Begin()
+	r.f.PartDoneAt(0, err, r.off+p.a)
 }

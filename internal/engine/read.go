@@ -18,11 +18,7 @@ type ReadRange struct {
 // many); one that starts at the end reads 0 bytes; one that starts past it
 // is an error. Bad arguments are returned as an error without a future.
 func (e *Engine) Read(ctx context.Context, src *Source, p []byte, off int64) (*future.Future, error) {
-	fs, err := e.ReadV(ctx, src, []ReadRange{{Off: off, Buf: p}})
-	if err != nil {
-		return nil, err
-	}
-	return fs[0], nil
+	return e.readOne(ctx, src, p, off, false)
 }
 
 // ReadV starts every range at once and returns one future per range. The
@@ -35,17 +31,34 @@ func (e *Engine) ReadV(ctx context.Context, src *Source, ranges []ReadRange) ([]
 // is accepted and runs to its end even when Close has begun (Close waits
 // for the holder anyway). Without a hold, use Read.
 func (e *Engine) ReadHeld(ctx context.Context, src *Source, p []byte, off int64) (*future.Future, error) {
-	fs, err := e.readV(ctx, src, []ReadRange{{Off: off, Buf: p}}, true)
-	if err != nil {
+	return e.readOne(ctx, src, p, off, true)
+}
+
+// readOne is readV of one range with its range and its future on the
+// stack: a callback source's small reads paid two slices per read.
+func (e *Engine) readOne(ctx context.Context, src *Source, p []byte, off int64, held bool) (*future.Future, error) {
+	ranges := [1]ReadRange{{Off: off, Buf: p}}
+	var out [1]*future.Future
+	if err := e.readInto(ctx, src, ranges[:], out[:], held); err != nil {
 		return nil, err
 	}
-	return fs[0], nil
+	return out[0], nil
 }
 
 func (e *Engine) readV(ctx context.Context, src *Source, ranges []ReadRange, held bool) ([]*future.Future, error) {
+	out := make([]*future.Future, len(ranges))
+	if err := e.readInto(ctx, src, ranges, out, held); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// readInto starts ranges and puts their futures in out (as long). An
+// error is returned only when none started.
+func (e *Engine) readInto(ctx context.Context, src *Source, ranges []ReadRange, out []*future.Future, held bool) error {
 	ctx = levelCtx(ctx)
 	if src == nil {
-		return nil, errs.New(errs.Invalid, "colio: nil source")
+		return errs.New(errs.Invalid, "colio: nil source")
 	}
 	var size int64
 	var err error
@@ -55,15 +68,14 @@ func (e *Engine) readV(ctx context.Context, src *Source, ranges []ReadRange, hel
 		size, err = src.Size()
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := checkRanges(ranges, size); err != nil {
-		return nil, err
+		return err
 	}
 	cfg := e.cfg.Load()
 	fast := src.traits.Fast
 	ts := partSize(src, cfg)
-	out := make([]*future.Future, len(ranges))
 	for i, r := range ranges {
 		n := min(int64(len(r.Buf)), size-r.Off)
 		if n == 0 {
@@ -71,7 +83,7 @@ func (e *Engine) readV(ctx context.Context, src *Source, ranges []ReadRange, hel
 			out[i] = future.Completed(e.notifier, 0, nil)
 			continue
 		}
-		req := &request{io: src.readAt, p: r.Buf[:n], off: r.Off, users: &src.users, isRead: true, end: size, onClosed: !held, serial: src.serial, net: src.net, ext: src.ext}
+		req := &request{io: src.readFn, p: r.Buf[:n], off: r.Off, users: &src.users, isRead: true, end: size, onClosed: !held, serial: src.serial, net: src.net, ext: src.ext}
 		inline := fast && n <= cfg.SmallReadThreshold
 		if held {
 			src.users.join(split(n, ts, inline))
@@ -80,17 +92,17 @@ func (e *Engine) readV(ctx context.Context, src *Source, ranges []ReadRange, hel
 		}
 		if err := src.users.acquire(split(n, ts, inline), "source"); err != nil {
 			if i == 0 {
-				return nil, err
+				return err
 			}
 			// Closed midway: fail this and the remaining ranges alike.
 			for j := i; j < len(ranges); j++ {
 				out[j] = future.Completed(e.notifier, 0, err)
 			}
-			return out, nil
+			return nil
 		}
 		out[i] = e.submit(ctx, req, inline, ts)
 	}
-	return out, nil
+	return nil
 }
 
 func rangeNote(i, n int) string {

@@ -71,40 +71,47 @@ func (e *Engine) submit(ctx context.Context, r *request, inline bool, ts int64) 
 	r.f = future.New(e.notifier, parts)
 	r.f.SetOffset(r.off)
 	e.c.tasks.Add(int64(parts))
-	start := func() {
-		for i := 0; i < parts; i++ {
-			a := int64(i) * ts
-			b := min(a+ts, n)
-			task := func(wctx context.Context) { e.runPart(wctx, r, a, b) }
-			var err error
-			switch {
-			case r.ext != nil:
-				r.ext.Offload(e.job(ctx, r, a, b))
-			case r.net != nil:
-				// Level 0 of the source's own pool whatever the
-				// caller's level: remote parts never re-enter colio,
-				// so nothing queued there can wait on what is behind
-				// it.
-				err = r.net.Submit(context.Background(), task)
-			case r.serial != nil:
-				err = r.serial.submit(e.pool, ctx, task)
-			default:
-				err = e.pool.Submit(ctx, task)
-			}
-			if err != nil {
-				// Too deep a nesting: fail the part here.
-				r.users.release()
-				r.f.Begin()
-				r.f.PartDoneAt(0, errs.New(errs.Invalid, "%v", err), r.off+a)
-			}
-		}
-	}
 	if e.startAtWait.Load() {
-		r.f.SetDeferredStart(start)
+		r.f.SetDeferredStart(func() { e.startParts(ctx, r, parts, ts) })
 	} else {
-		start()
+		e.startParts(ctx, r, parts, ts)
 	}
 	return r.f
+}
+
+// startParts queues r's parts where its source's parts run. The task
+// closures are made only for the engine's own pools: a queued source's
+// parts are objects of their own (offload.go).
+func (e *Engine) startParts(ctx context.Context, r *request, parts int, ts int64) {
+	if r.ext != nil {
+		e.offload(ctx, r, parts, ts)
+		return
+	}
+	n := int64(len(r.p))
+	for i := 0; i < parts; i++ {
+		a := int64(i) * ts
+		b := min(a+ts, n)
+		task := func(wctx context.Context) { e.runPart(wctx, r, a, b) }
+		var err error
+		switch {
+		case r.net != nil:
+			// Level 0 of the source's own pool whatever the
+			// caller's level: remote parts never re-enter colio,
+			// so nothing queued there can wait on what is behind
+			// it.
+			err = r.net.Submit(context.Background(), task)
+		case r.serial != nil:
+			err = r.serial.submit(e.pool, ctx, task)
+		default:
+			err = e.pool.Submit(ctx, task)
+		}
+		if err != nil {
+			// Too deep a nesting: fail the part here.
+			r.users.release()
+			r.f.Begin()
+			r.f.PartDoneAt(0, errs.New(errs.Invalid, "%v", err), r.off+a)
+		}
+	}
 }
 
 // runPart moves bytes [a, b) of r. It never blocks on other parts: the part

@@ -24,6 +24,9 @@ type Source struct {
 	net *pool.Pool
 	// ext takes the parts of a source that outside workers run (offload.go).
 	ext source.Offloader
+	// readFn is readAt as the requests' ioFunc, made once: the method
+	// value made per read was an allocation of every read.
+	readFn ioFunc
 
 	meter    meter                            // latency seen, for the coalescing hole
 	coalesce atomic.Pointer[coalesceSettings] // per-source override (SetCoalesce)
@@ -32,6 +35,7 @@ type Source struct {
 // NewSource wraps s. The engine owns it from now on and closes it.
 func NewSource(s source.Source) *Source {
 	src := &Source{src: s, traits: s.Traits()}
+	src.readFn = src.readAt
 	if o, ok := s.(source.Offloader); ok {
 		src.ext = o
 	}

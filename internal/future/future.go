@@ -20,9 +20,14 @@ import (
 )
 
 // Future is the result of one read or write.
+//
+// A future costs one allocation: a callback source's small reads make one
+// per part, and each allocation more made Go's collector run sooner. So
+// the done channel is made only when a waiter needs one (most futures are
+// collected done, their owner told by a note or a hook), the inline hook
+// is a field under mu instead of an atomic pointer to a closure, and the
+// benchmark-only deferred start sits behind a pointer.
 type Future struct {
-	done     chan struct{}
-	isDone   atomic.Bool
 	notifier *notify.Notifier
 
 	pending atomic.Int64 // parts that have not reported
@@ -30,23 +35,45 @@ type Future struct {
 	offset  int64        // where a write was placed (appends reserve it)
 
 	mu        sync.Mutex
+	done      chan struct{} // made on first need (Chan, a blocking wait), closed on completion
 	err       error
 	errAt     int64 // offset of the part that reported err
 	unstarted int64 // parts not yet begun, guarded by mu
-	cancelled bool
 	callbacks []func(*Future)
-
-	startOnce sync.Once
-	start     func() // deferred mode only
-
-	hook      atomic.Pointer[func(*Future)] // see OnCompleteInline
-	hookFired atomic.Bool
+	hook      Hook     // see OnCompleteInline; fired and cleared by complete
+	deferred  *started // deferred mode only
+	isDone    atomic.Bool
+	cancelled bool
 }
+
+// Hook is run by the goroutine that completes a future (OnCompleteInline).
+// An owner that already has an object per future implements it, so that
+// registering costs no closure.
+type Hook interface{ FutureDone(f *Future) }
+
+// HookFunc is a function as a Hook.
+type HookFunc func(*Future)
+
+func (h HookFunc) FutureDone(f *Future) { h(f) }
+
+// started is the deferred mode's start, run by the first Wait.
+type started struct {
+	once  sync.Once
+	start func()
+}
+
+// closed is the channel Chan returns for a future that completed before
+// anyone asked for its channel.
+var closed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // New returns a future that completes after parts calls to PartDone. A
 // future with zero parts is complete at once.
 func New(n *notify.Notifier, parts int) *Future {
-	f := &Future{done: make(chan struct{}), notifier: n, unstarted: int64(parts)}
+	f := &Future{notifier: n, unstarted: int64(parts)}
 	f.pending.Store(int64(parts))
 	if parts == 0 {
 		f.complete()
@@ -56,7 +83,7 @@ func New(n *notify.Notifier, parts int) *Future {
 
 // Completed returns a future that is already done with the given result.
 func Completed(n *notify.Notifier, bytes int64, err error) *Future {
-	f := &Future{done: make(chan struct{}), notifier: n}
+	f := &Future{notifier: n}
 	f.n.Store(bytes)
 	f.err = err
 	f.complete()
@@ -65,7 +92,7 @@ func Completed(n *notify.Notifier, bytes int64, err error) *Future {
 
 // SetDeferredStart makes the future start its work only on the first Wait.
 // It exists for the start-at-wait baseline in benchmarks.
-func (f *Future) SetDeferredStart(start func()) { f.start = start }
+func (f *Future) SetDeferredStart(start func()) { f.deferred = &started{start: start} }
 
 // SetOffset records where a write was placed.
 func (f *Future) SetOffset(off int64) { f.offset = off }
@@ -121,11 +148,15 @@ func outranks(err error, at int64, old error, oldAt int64) bool {
 func (f *Future) complete() {
 	f.mu.Lock()
 	f.isDone.Store(true)
-	cbs := f.callbacks
-	f.callbacks = nil
+	cbs, hook, ch := f.callbacks, f.hook, f.done
+	f.callbacks, f.hook = nil, nil
 	f.mu.Unlock()
-	close(f.done)
-	f.fireHook()
+	if ch != nil {
+		close(ch)
+	}
+	if hook != nil {
+		hook.FutureDone(f)
+	}
 	for _, cb := range cbs {
 		f.post(cb)
 	}
@@ -137,19 +168,19 @@ func (f *Future) complete() {
 // completions (capi's completion queues) must not wait behind a user's
 // completion callback that blocks the notifier. cb must be short and must
 // not block. One per future.
-func (f *Future) OnCompleteInline(cb func(*Future)) {
-	f.hook.Store(&cb)
-	if f.isDone.Load() {
-		f.fireHook()
-	}
-}
+func (f *Future) OnCompleteInline(cb func(*Future)) { f.OnCompleteHook(HookFunc(cb)) }
 
-// fireHook runs the inline hook once: complete and OnCompleteInline may
-// both see it (sequentially consistent atomics), and the flag picks one.
-func (f *Future) fireHook() {
-	if p := f.hook.Load(); p != nil && f.hookFired.CompareAndSwap(false, true) {
-		(*p)(f)
+// OnCompleteHook is OnCompleteInline for a Hook. complete and this both
+// look at isDone under mu, so exactly one of them runs h.
+func (f *Future) OnCompleteHook(h Hook) {
+	f.mu.Lock()
+	if !f.isDone.Load() {
+		f.hook = h
+		f.mu.Unlock()
+		return
 	}
+	f.mu.Unlock()
+	h.FutureDone(f)
 }
 
 func (f *Future) post(cb func(*Future)) {
@@ -179,7 +210,17 @@ func (f *Future) Done() bool { return f.isDone.Load() }
 
 // Chan returns a channel closed when the future completes. It does not
 // start a deferred future.
-func (f *Future) Chan() <-chan struct{} { return f.done }
+func (f *Future) Chan() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.done == nil {
+		if f.isDone.Load() {
+			return closed
+		}
+		f.done = make(chan struct{})
+	}
+	return f.done
+}
 
 // Err returns the future's error, or nil if it succeeded or is not done.
 func (f *Future) Err() error {
@@ -195,8 +236,8 @@ func (f *Future) Err() error {
 func (f *Future) N() int64 { return f.n.Load() }
 
 func (f *Future) kick() {
-	if f.start != nil {
-		f.startOnce.Do(f.start)
+	if d := f.deferred; d != nil {
+		d.once.Do(d.start)
 	}
 }
 
@@ -209,7 +250,7 @@ func (f *Future) Wait(ctx context.Context) (int64, error) {
 		return f.N(), f.Err()
 	}
 	select {
-	case <-f.done:
+	case <-f.Chan():
 		return f.N(), f.Err()
 	case <-ctx.Done():
 		if ctx.Err() == context.DeadlineExceeded {
@@ -222,14 +263,17 @@ func (f *Future) Wait(ctx context.Context) (int64, error) {
 // WaitTimeout waits at most d; d < 0 waits forever.
 func (f *Future) WaitTimeout(d time.Duration) (int64, error) {
 	f.kick()
-	if d < 0 || f.isDone.Load() {
-		<-f.done
+	if f.isDone.Load() {
+		return f.N(), f.Err()
+	}
+	if d < 0 {
+		<-f.Chan()
 		return f.N(), f.Err()
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-f.done:
+	case <-f.Chan():
 		return f.N(), f.Err()
 	case <-t.C:
 		return f.N(), errs.New(errs.Timeout, "colio: wait timed out after %v before the operation completed", d)

@@ -39,9 +39,11 @@ func (s *Queued) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	ch := make(chan result, 1)
 	s.owner.Push(&workq.Job{
 		Buf: p, Off: off, Level: pool.LevelOf(ctx),
-		Begin:  func() bool { return true },
-		Finish: func(n int, err error) { ch <- result{n, err} },
-		Fail:   func(err error) { ch <- result{0, err} },
+		Part: &workq.PartFuncs{
+			OnBegin:  func() bool { return true },
+			OnFinish: func(n int, err error) { ch <- result{n, err} },
+			OnFail:   func(err error) { ch <- result{0, err} },
+		},
 	})
 	r := <-ch
 	if r.err == nil && (r.n < 0 || r.n > len(p)) {

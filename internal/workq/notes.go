@@ -44,7 +44,7 @@ func (q *Queue) StepAfter(tok uint64, n int, err error, timeout time.Duration, n
 		return Work{}, 0, false, nil
 	}
 	q.end(j, true)
-	j.Finish(n, err)
+	j.Part.Finish(n, err)
 	q.mu.Lock()
 	q.handing--
 	q.mu.Unlock()
@@ -82,7 +82,7 @@ func (q *Queue) Step(timeout time.Duration, notes []Note) (Work, int, error) {
 		if j := q.popLocked(); j != nil {
 			out := len(q.taken)
 			q.mu.Unlock()
-			if !j.Begin() {
+			if !j.Part.Begin() {
 				q.end(j, false) // its cancelled future may have posted a note: loop
 				continue
 			}

@@ -111,7 +111,7 @@ func TestStepDropsCancelledJobsAndCollectsTheirNotes(t *testing.T) {
 	j := job(&r, 0)
 	// Begin fails (cancelled), and ending the part posts its note, as the
 	// engine's hook does.
-	j.Begin = func() bool { q.Post(Note{Tag: 12}); return false }
+	j.Part.(*PartFuncs).OnBegin = func() bool { q.Post(Note{Tag: 12}); return false }
 	o.Push(j)
 	notes := make([]Note, 2)
 	w, k, err := q.Step(watchdog, notes)

@@ -22,18 +22,37 @@ import (
 type Job struct {
 	Buf   []byte
 	Off   int64
-	Level int // pool level for what the worker submits while running it
-	// Begin is called when a worker takes the job; false means the part
-	// has already ended (cancelled, source closed) and is dropped.
-	Begin func() bool
-	// Finish reports the result of a job that began.
-	Finish func(n int, err error)
-	// Fail ends a job that never began (its source was closed).
-	Fail func(err error)
+	Level int  // pool level for what the worker submits while running it
+	Part  Part // the submitter's side of the job
 
 	owner *Owner
 	token uint64
 }
+
+// Part is what the submitter of a job does at its ends. An interface, not
+// three closures: the engine's part is one object holding its job, so a
+// queued part costs one allocation, not four.
+type Part interface {
+	// Begin is called when a worker takes the job; false means the part
+	// has already ended (cancelled, source closed) and is dropped.
+	Begin() bool
+	// Finish reports the result of a job that began.
+	Finish(n int, err error)
+	// Fail ends a job that never began (its source was closed).
+	Fail(err error)
+}
+
+// PartFuncs is a Part made of functions, for callers with no object of
+// their own.
+type PartFuncs struct {
+	OnBegin  func() bool
+	OnFinish func(n int, err error)
+	OnFail   func(err error)
+}
+
+func (p *PartFuncs) Begin() bool             { return p.OnBegin() }
+func (p *PartFuncs) Finish(n int, err error) { p.OnFinish(n, err) }
+func (p *PartFuncs) Fail(err error)          { p.OnFail(err) }
 
 // Owner is one source's membership of the queue. Jobs of a serial owner
 // are given out one at a time, in order.
@@ -117,7 +136,7 @@ func (o *Owner) Push(j *Job) {
 	q.mu.Lock()
 	if o.closed {
 		q.mu.Unlock()
-		j.Fail(errs.New(errs.Closed, "colio: source closed before this part started"))
+		j.Part.Fail(errs.New(errs.Closed, "colio: source closed before this part started"))
 		return
 	}
 	j.owner = o
@@ -152,7 +171,7 @@ func (o *Owner) Abort() {
 	q.jobs = keep
 	q.mu.Unlock()
 	for _, j := range drop {
-		j.Fail(errs.New(errs.Closed, "colio: source closed before this part started"))
+		j.Part.Fail(errs.New(errs.Closed, "colio: source closed before this part started"))
 	}
 }
 
@@ -183,7 +202,7 @@ func (q *Queue) Take(timeout time.Duration) (Work, error) {
 		if j := q.popLocked(); j != nil {
 			out := len(q.taken)
 			q.mu.Unlock()
-			if !j.Begin() {
+			if !j.Part.Begin() {
 				q.end(j, false)
 				continue
 			}
@@ -287,7 +306,7 @@ func (q *Queue) Done(tok uint64, n int, err error) bool {
 		return false
 	}
 	q.end(j, false)
-	j.Finish(n, err)
+	j.Part.Finish(n, err)
 	return true
 }
 

@@ -18,9 +18,11 @@ type rec struct {
 func job(r *rec, off int64) *Job {
 	return &Job{
 		Buf: make([]byte, 4), Off: off,
-		Begin:  func() bool { r.began.Add(1); return true },
-		Finish: func(int, error) { r.finished.Add(1) },
-		Fail:   func(err error) { r.failed.Add(1); r.err.Store(err) },
+		Part: &PartFuncs{
+			OnBegin:  func() bool { r.began.Add(1); return true },
+			OnFinish: func(int, error) { r.finished.Add(1) },
+			OnFail:   func(err error) { r.failed.Add(1); r.err.Store(err) },
+		},
 	}
 }
 
@@ -128,7 +130,7 @@ func TestCancelledJobIsSkipped(t *testing.T) {
 	o := q.Join(1, false)
 	var r rec
 	j := job(&r, 0)
-	j.Begin = func() bool { return false } // the engine ended it (cancelled)
+	j.Part.(*PartFuncs).OnBegin = func() bool { return false } // the engine ended it (cancelled)
 	o.Push(j)
 	o.Push(job(&r, 4))
 	w, err := q.Take(watchdog)

@@ -5,9 +5,10 @@ with --quick), written by pyarrow, served by cmd/colio-testserver on
 loopback with 0, 5 and 20 ms before every answer, and read as a local file.
 Two selections: 3 of the 30 columns, and all of them. Methods:
 
-- colio: ``colio.parquet.read_table(url, columns=...)`` (one tail read, then
-  every chunk at once, row group by row group within a 64 MiB window, each
-  row group decoded as soon as it is in; colio/_parquet_eager.py);
+- colio: ``colio.parquet.read_table(url, columns=...)`` (the open's GET
+  brings the last 1 MiB with the footer, then every chunk at once, row
+  groups decoded on several threads as they arrive; colio/_parquet_eager.py
+  and _parquet_decode.py);
 - pyarrow over an fsspec HTTP file: ``pq.read_table(fs.open(url))``, its
   default (``pre_buffer=True``: Arrow's ReadRangeCache, 8 KiB hole), and
   ``pq.ParquetFile(f).read`` with ``pre_buffer=False``;

@@ -110,7 +110,7 @@ func (q *Queue) signalLocked() {
 		w := q.waiters[n-1]
 		q.waiters[n-1] = nil
 		q.waiters = q.waiters[:n-1]
-		close(w)
+		w <- struct{}{} // never blocks: see park.go
 	}
 }
 
@@ -222,28 +222,6 @@ func (q *Queue) Take(timeout time.Duration) (Work, error) {
 	}
 }
 
-// forget drops a taker's wake-up channel. One that was signalled and
-// leaves (timed out) passes the signal on, so a job never waits for a
-// taker that left. One that stays looks again itself: passing it on too
-// woke the idle takers in a ring, each waking the next, for as long as a
-// job waited for a place (thousands of wake-ups a second).
-func (q *Queue) forget(mine chan struct{}, leaving bool) {
-	q.mu.Lock()
-	for i, w := range q.waiters {
-		if w == mine {
-			q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
-			q.mu.Unlock()
-			return
-		}
-	}
-	// Signalled: if the job or note it was woken for is still there
-	// (taken by nobody), wake another.
-	if leaving && ((len(q.jobs) > 0 && q.roomLocked()) || len(q.notes) > 0) {
-		q.signalLocked()
-	}
-	q.mu.Unlock()
-}
-
 // roomLocked says whether a job may be given out now.
 func (q *Queue) roomLocked() bool { return len(q.taken)-q.blocked < max(q.Limit(), 1) }
 
@@ -327,41 +305,4 @@ func (q *Queue) Blocked(d int) {
 	}
 	q.changedLocked()
 	q.mu.Unlock()
-}
-
-// deadline is a waiter's timeout, made at its first park and stopped when
-// the waiting call returns.
-type deadline struct {
-	c <-chan time.Time
-	t *time.Timer
-}
-
-func (d *deadline) stop() {
-	if d.t != nil {
-		d.t.Stop()
-	}
-}
-
-// park is one wait of a taker (Take, Step, Wait): entered with q.mu held,
-// it registers the caller as a waiter, unlocks, and returns on a wake-up,
-// the caller's own signal or the deadline (timeout > 0; negative: none),
-// reporting whether the deadline passed. The caller looks again after it.
-func (q *Queue) park(timeout time.Duration, d *deadline) (timedOut bool) {
-	wake := q.wake
-	mine := make(chan struct{})
-	q.waiters = append(q.waiters, mine)
-	q.mu.Unlock()
-	if d.c == nil && timeout > 0 {
-		d.t = time.NewTimer(timeout)
-		d.c = d.t.C
-	}
-	select {
-	case <-wake:
-	case <-mine:
-	case <-d.c:
-		q.forget(mine, true)
-		return true
-	}
-	q.forget(mine, false)
-	return false
 }

@@ -7,6 +7,7 @@ the kept mapping is reused only when nothing refers to it; local paths are
 memory-mapped and give the same tables. Every table is compared with
 pyarrow's read of the local file."""
 
+import os
 import threading
 
 import pytest
@@ -232,3 +233,32 @@ def test_the_kept_mapping_is_reused_only_when_nothing_refers_to_it(pfile, tmp_pa
     for cols in (None, ["id"], ["x"]):      # the same mapping, over pfile's stale bytes
         assert read(other, cols).equals(pq.read_table(other, columns=cols))
         assert eager._cache is mine
+
+
+def test_a_local_file_read_again_keeps_its_map_until_it_changes(tmp_path, monkeypatch):
+    """The second read of an unchanged local file maps nothing again; a file
+    rewritten in place or replaced by another is mapped afresh and read as
+    it is now (each table compared with pyarrow's read of the file)."""
+    p = str(tmp_path / "m.parquet")
+
+    def write(k):
+        pq.write_table(pa.table({"id": pa.array(range(k, k + N), pa.int64()),
+                                 "x": pa.array([i * 0.5 for i in range(N)])}), p,
+                       row_group_size=RG)
+
+    write(0)
+    maps = []
+    real = pa.memory_map
+    monkeypatch.setattr(pa, "memory_map", lambda *a, **k: maps.append(a[0]) or real(*a, **k))
+    for _ in range(3):
+        assert cpq.read_table(p, columns=["id"]).equals(pq.read_table(p, columns=["id"]))
+    assert len(maps) == 1
+    write(7)  # in place: the same inode, a new mtime
+    assert cpq.read_table(p).equals(pq.read_table(p))
+    assert len(maps) == 2
+    q = str(tmp_path / "n.parquet")
+    pq.write_table(pa.table({"id": pa.array([5, 6, 7], pa.int64())}), q)
+    os.replace(q, p)  # another file under the same name
+    assert cpq.read_table(p).equals(pq.read_table(p))
+    assert cpq.read_table(p).column("id").to_pylist() == [5, 6, 7]
+    assert len(maps) == 3

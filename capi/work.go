@@ -191,13 +191,15 @@ func colioGoWorkStep(back, result C.int64_t, handed *C.int, timeoutNs C.int64_t,
 	var k int
 	var err error
 	if back != 0 {
-		j, ok := workQueue.Lookup(uint64(back))
-		if !ok {
-			return invalid(name, "token %d is not a part that was taken and not yet handed back", int64(back))
-		}
 		n := int64(result)
 		var perr error
 		if n < 0 {
+			// Only a failure needs the part's offset: a lookup of every
+			// part was one more lock of the queue per part.
+			j, ok := workQueue.Lookup(uint64(back))
+			if !ok {
+				return invalid(name, "token %d is not a part that was taken and not yet handed back", int64(back))
+			}
 			perr = workError(n, j.Off)
 			n = 0
 		}

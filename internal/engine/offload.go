@@ -16,10 +16,9 @@ import (
 // own workq.Part, and a request's parts are one allocation: a callback
 // source's small reads made four (the job and three closures) per part.
 type offloaded struct {
-	job  workq.Job
-	e    *Engine
-	r    *request
-	a, b int64
+	job workq.Job // its Off and Buf are the part's place in r
+	e   *Engine
+	r   *request
 }
 
 // offload queues r's parts, split at ts, with r's source.
@@ -28,16 +27,15 @@ func (e *Engine) offload(ctx context.Context, r *request, parts int, ts int64) {
 	ps := make([]offloaded, parts)
 	for i := range ps {
 		p := &ps[i]
+		a := int64(i) * ts
 		p.e, p.r = e, r
-		p.a = int64(i) * ts
-		p.b = min(p.a+ts, n)
-		p.job = workq.Job{Buf: r.p[p.a:p.b], Off: r.off + p.a, Level: level, Part: p}
+		p.job.Buf, p.job.Off, p.job.Level, p.job.Part = r.p[a:min(a+ts, n)], r.off+a, level, p
 		r.ext.Offload(&p.job)
 	}
 }
 
 func (p *offloaded) Begin() bool {
-	r, at := p.r, p.r.off+p.a
+	r, at := p.r, p.job.Off
 	if !r.f.Begin() {
 		r.f.PartDoneAt(0, errs.New(errs.Cancelled, "colio: operation cancelled before this part started"), at)
 		r.users.release()
@@ -53,7 +51,7 @@ func (p *offloaded) Begin() bool {
 }
 
 func (p *offloaded) Finish(n int, err error) {
-	e, r, at, want := p.e, p.r, p.r.off+p.a, p.b-p.a
+	e, r, at, want := p.e, p.r, p.job.Off, int64(len(p.job.Buf))
 	defer r.users.release()
 	e.c.leave()
 	if err == nil && (n < 0 || int64(n) > want) {
@@ -74,5 +72,5 @@ func (p *offloaded) Fail(err error) {
 	r := p.r
 	defer r.users.release()
 	r.f.Begin()
-	r.f.PartDoneAt(0, err, r.off+p.a)
+	r.f.PartDoneAt(0, err, p.job.Off)
 }

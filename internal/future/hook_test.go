@@ -145,3 +145,19 @@ func TestDeferredStartsOnWait(t *testing.T) {
 		t.Fatalf("started %d times", starts.Load())
 	}
 }
+
+// OnDone callbacks run once each, in the order registered, whether
+// registered before completion or after.
+func TestOnDoneOrder(t *testing.T) {
+	f := New(nil, 1)
+	var got []int
+	for i := 0; i < 3; i++ {
+		f.OnDone(func(*Future) { got = append(got, i) })
+	}
+	f.Begin()
+	f.PartDone(1, nil)
+	f.OnDone(func(*Future) { got = append(got, 3) })
+	if len(got) != 4 || got[0] != 0 || got[1] != 1 || got[2] != 2 || got[3] != 3 {
+		t.Fatalf("callbacks ran as %v", got)
+	}
+}

@@ -36,19 +36,17 @@ func (q *Queue) Post(n Note) {
 func (q *Queue) StepAfter(tok uint64, n int, err error, timeout time.Duration, notes []Note) (Work, int, bool, error) {
 	q.mu.Lock()
 	j, ok := q.taken[tok]
-	if ok {
-		q.handing++
-	}
-	q.mu.Unlock()
 	if !ok {
+		q.mu.Unlock()
 		return Work{}, 0, false, nil
 	}
-	q.end(j, true)
+	q.endLocked(j, true)
+	q.handing++
+	q.mu.Unlock()
 	j.Part.Finish(n, err)
 	q.mu.Lock()
 	q.handing--
-	q.mu.Unlock()
-	w, k, err := q.Step(timeout, notes)
+	w, k, err := q.stepLocked(timeout, notes)
 	return w, k, true, err
 }
 
@@ -73,11 +71,20 @@ func (q *Queue) takeNotesLocked(into []Note) int {
 // is 0 when no job was taken. ErrNoSources only once no note is left
 // either, so a worker that retires leaves no future uncompleted.
 func (q *Queue) Step(timeout time.Duration, notes []Note) (Work, int, error) {
+	q.mu.Lock()
+	return q.stepLocked(timeout, notes)
+}
+
+// stepLocked is Step entered with q.mu held (StepAfter's hand-back and
+// step share a lock); it returns with q.mu released.
+func (q *Queue) stepLocked(timeout time.Duration, notes []Note) (Work, int, error) {
 	var dl deadline
 	defer dl.stop()
 	got := 0
-	for {
-		q.mu.Lock()
+	for locked := true; ; locked = false {
+		if !locked {
+			q.mu.Lock()
+		}
 		got += q.takeNotesLocked(notes[got:])
 		if j := q.popLocked(); j != nil {
 			out := len(q.taken)

@@ -264,6 +264,11 @@ func (q *Queue) popLocked() *Job {
 // only wake a thread that finds the job gone.
 func (q *Queue) end(j *Job, quiet bool) {
 	q.mu.Lock()
+	q.endLocked(j, quiet)
+	q.mu.Unlock()
+}
+
+func (q *Queue) endLocked(j *Job, quiet bool) {
 	delete(q.taken, j.token)
 	j.owner.busy = false
 	if len(q.jobs) > 0 && !quiet {
@@ -272,20 +277,20 @@ func (q *Queue) end(j *Job, quiet bool) {
 	if q.owners == 0 && len(q.taken) == 0 {
 		q.changedLocked() // the workers may retire
 	}
-	q.mu.Unlock()
 }
 
 // Done reports the result of the job with token tok.
 func (q *Queue) Done(tok uint64, n int, err error) bool {
 	q.mu.Lock()
 	j, ok := q.taken[tok]
-	q.mu.Unlock()
-	if !ok {
-		return false
+	if ok {
+		q.endLocked(j, false)
 	}
-	q.end(j, false)
-	j.Part.Finish(n, err)
-	return true
+	q.mu.Unlock()
+	if ok {
+		j.Part.Finish(n, err)
+	}
+	return ok
 }
 
 // Lookup returns the job with token tok, if it is taken.

@@ -37,11 +37,11 @@ type Future struct {
 	mu        sync.Mutex
 	done      chan struct{} // made on first need (Chan, a blocking wait), closed on completion
 	err       error
-	errAt     int64 // offset of the part that reported err
-	unstarted int64 // parts not yet begun, guarded by mu
+	errAt     int64     // offset of the part that reported err
+	unstarted int64     // parts not yet begun, guarded by mu
 	callbacks *callback // OnDone's, in the order registered
-	hook      Hook     // see OnCompleteInline; fired and cleared by complete
-	deferred  *started // deferred mode only
+	hook      Hook      // see OnCompleteInline; fired and cleared by complete
+	deferred  *started  // deferred mode only
 	isDone    atomic.Bool
 	cancelled bool
 }

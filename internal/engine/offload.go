@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/colio-dev/colio/internal/errs"
+	"github.com/colio-dev/colio/internal/future"
 	"github.com/colio-dev/colio/internal/pool"
 	"github.com/colio-dev/colio/internal/workq"
 )
@@ -21,17 +22,43 @@ type offloaded struct {
 	r   *request
 }
 
+// queuedRead is a read of one part of a queued source (a callback
+// source's usual read) in one allocation: its request, future and part.
+type queuedRead struct {
+	r    request
+	f    future.Future
+	part offloaded
+}
+
+// newRequest returns a zero request for a read of src in parts parts,
+// with its future and part made with it when it is one queued part.
+func newRequest(src *Source, parts int64) *request {
+	if src.ext == nil || parts != 1 {
+		return &request{}
+	}
+	q := &queuedRead{}
+	q.r.f, q.r.one = &q.f, &q.part
+	return &q.r
+}
+
 // offload queues r's parts, split at ts, with r's source.
 func (e *Engine) offload(ctx context.Context, r *request, parts int, ts int64) {
-	n, level := int64(len(r.p)), pool.LevelOf(ctx)
+	level := pool.LevelOf(ctx)
+	if r.one != nil && parts == 1 {
+		e.queue(r, r.one, 0, ts, level)
+		return
+	}
 	ps := make([]offloaded, parts)
 	for i := range ps {
-		p := &ps[i]
-		a := int64(i) * ts
-		p.e, p.r = e, r
-		p.job.Buf, p.job.Off, p.job.Level, p.job.Part = r.p[a:min(a+ts, n)], r.off+a, level, p
-		r.ext.Offload(&p.job)
+		e.queue(r, &ps[i], int64(i)*ts, ts, level)
 	}
+}
+
+// queue fills in p as the part of r at a and hands it to r's source.
+func (e *Engine) queue(r *request, p *offloaded, a, ts int64, level int) {
+	p.e, p.r = e, r
+	p.job.Buf, p.job.Off, p.job.Level, p.job.Part = r.p[a:min(a+ts, int64(len(r.p)))], r.off+a, level, p
+	r.ext.Offload(&p.job)
 }
 
 func (p *offloaded) Begin() bool {

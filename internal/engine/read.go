@@ -83,8 +83,10 @@ func (e *Engine) readInto(ctx context.Context, src *Source, ranges []ReadRange, 
 			out[i] = future.Completed(e.notifier, 0, nil)
 			continue
 		}
-		req := &request{io: src.readFn, p: r.Buf[:n], off: r.Off, users: &src.users, isRead: true, end: size, onClosed: !held, serial: src.serial, net: src.net, ext: src.ext}
 		inline := fast && n <= cfg.SmallReadThreshold
+		req := newRequest(src, split(n, ts, inline))
+		req.io, req.p, req.off, req.users, req.isRead, req.end, req.onClosed = src.readFn, r.Buf[:n], r.Off, &src.users, true, size, !held
+		req.serial, req.net, req.ext = src.serial, src.net, src.ext
 		if held {
 			src.users.join(split(n, ts, inline))
 			out[i] = e.submit(ctx, req, inline, ts)

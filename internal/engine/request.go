@@ -34,6 +34,7 @@ type request struct {
 	net      *pool.Pool       // non-nil for sources with latency: runs the parts instead of e.pool
 	durable  sink.Durable     // non-nil for sinks whose writes become durable later (durable.go)
 	ext      source.Offloader // non-nil for sources whose parts outside workers run (offload.go)
+	one      *offloaded       // non-nil: f and the one part, made with r (newQueuedRead)
 }
 
 func checkRange(off int64, n int, what string) error {
@@ -62,13 +63,13 @@ func (e *Engine) submit(ctx context.Context, r *request, inline bool, ts int64) 
 	n := int64(len(r.p))
 	if inline {
 		e.c.opsInline.Add(1)
-		r.f = future.New(e.notifier, 1)
+		r.f = e.future(r, 1)
 		r.f.SetOffset(r.off)
 		e.runPart(ctx, r, 0, n)
 		return r.f
 	}
 	parts := int(split(n, ts, false))
-	r.f = future.New(e.notifier, parts)
+	r.f = e.future(r, parts)
 	r.f.SetOffset(r.off)
 	e.c.tasks.Add(int64(parts))
 	if e.startAtWait.Load() {
@@ -76,6 +77,15 @@ func (e *Engine) submit(ctx context.Context, r *request, inline bool, ts int64) 
 	} else {
 		e.startParts(ctx, r, parts, ts)
 	}
+	return r.f
+}
+
+// future makes r's future, or readies the one made with r.
+func (e *Engine) future(r *request, parts int) *future.Future {
+	if r.f == nil {
+		return future.New(e.notifier, parts)
+	}
+	r.f.Init(e.notifier, parts)
 	return r.f
 }
 

@@ -81,12 +81,20 @@ var closed = func() chan struct{} {
 // New returns a future that completes after parts calls to PartDone. A
 // future with zero parts is complete at once.
 func New(n *notify.Notifier, parts int) *Future {
-	f := &Future{notifier: n, unstarted: int64(parts)}
+	f := &Future{}
+	f.Init(n, parts)
+	return f
+}
+
+// Init is New for a zero Future that is part of a larger object (the
+// engine's queued reads), so that it costs no allocation of its own. It is
+// called once, before the future is shared.
+func (f *Future) Init(n *notify.Notifier, parts int) {
+	f.notifier, f.unstarted = n, int64(parts)
 	f.pending.Store(int64(parts))
 	if parts == 0 {
 		f.complete()
 	}
-	return f
 }
 
 // Completed returns a future that is already done with the given result.

@@ -311,6 +311,29 @@ func TestStress(t *testing.T) {
 	t.Logf("%d reads", reads.Load())
 }
 
+// waitLanded waits until every piece issued for s's buffers has ended. A
+// fixed 50 ms sleep was not enough on a loaded machine (a clean clone's
+// make test beside other work: 256 KiB had landed, not 1 MiB).
+func waitLanded(t *testing.T, s *Stream) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		landed := true
+		for _, sl := range s.slots {
+			for _, f := range sl.futs[:sl.limit] {
+				landed = landed && f.Done()
+			}
+		}
+		if landed {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("pieces still running after 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func TestReadAvailable(t *testing.T) {
 	data := fakes.Pattern(3<<20, 10)
 	gate := make(chan struct{})
@@ -321,7 +344,7 @@ func TestReadAvailable(t *testing.T) {
 	}
 	defer s.Close()
 	close(gate)
-	time.Sleep(50 * time.Millisecond) // every piece of both buffers lands
+	waitLanded(t, s) // every piece of both buffers
 	p := make([]byte, 3<<20)
 	n, err := s.ReadAvailable(p)
 	if err != nil || n != 1<<20 || !bytes.Equal(p[:n], data[:n]) {

@@ -139,7 +139,7 @@ func TestSeek(t *testing.T) {
 		}
 	}
 	check(0)
-	time.Sleep(20 * time.Millisecond)                            // let the read-ahead land
+	waitLanded(t, s)
 	if pos, _ := s.Seek(300<<10, io.SeekStart); pos != 300<<10 { // forward, within read-ahead
 		t.Fatal(pos)
 	}

@@ -126,13 +126,16 @@ class _Handler(BaseHTTPRequestHandler):
             if rng and not ignore:
                 unit, _, spec = rng.partition("=")
                 a, _, b = spec.partition("-")
-                if a == "":  # a suffix: the last b bytes (none of an empty file)
-                    if not data or not int(b):
-                        self.send_response(416)
-                        self.send_header("Content-Range", f"bytes */{len(data)}")
-                        self.send_header("Content-Length", "0")
-                        self.end_headers()
-                        return
+                # Unsatisfiable (RFC 9110 14.1.2): a suffix of nothing, or a
+                # start at or past the end, an empty file's every range among
+                # them (it answered "bytes 0--1/0" for those).
+                if (not data or not int(b)) if a == "" else int(a) >= len(data):
+                    self.send_response(416)
+                    self.send_header("Content-Range", f"bytes */{len(data)}")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                if a == "":
                     start, end = max(0, len(data) - int(b)), len(data) - 1
                 else:
                     start = int(a)

@@ -113,3 +113,33 @@ def test_async_closed_and_bad(server, httpfs):
     s.close()
     with pytest.raises(colio.ClosedError):
         s.read_ranges_async([(0, 1)])
+
+
+@pytest.mark.parametrize("how", ["native", "loop", "workers"])
+def test_http_empty_object(server, httpfs, how):
+    # An empty object's ranges are unsatisfiable: the server answers 416
+    # (it sent "bytes 0--1/0" before, which no client can parse).
+    import http.client
+
+    server.files["/empty.bin"] = b""
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=10)
+        c.request("GET", "/empty.bin", headers={"Range": "bytes=0-9"})
+        r = c.getresponse()
+        r.read()
+        assert r.status == 416 and r.getheader("Content-Range") == "bytes */0"
+        c.close()
+        url = server.url + "/empty.bin"
+        if how == "native":
+            s = colio.source(url)
+        else:
+            s = colio.from_fsspec(httpfs, url, via=how)
+        with s:
+            assert s.size == 0
+            assert s.read(0, 10) == b""
+            assert [bytes(p) for p in s.read_ranges([(0, 10), (0, 0)])] == [b"", b""]
+        with colio.open(url) as f:
+            assert f.read() == b""
+        assert httpfs.cat_file(url) == b""
+    finally:
+        del server.files["/empty.bin"]

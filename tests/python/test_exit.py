@@ -249,3 +249,27 @@ def test_invalid_exit_timeout_is_an_error():
     """, {"COLIO_EXIT_TIMEOUT": "soon"})
     assert rc == 0, err
     assert "error:" in out and "COLIO_EXIT_TIMEOUT" in out and "'soon'" in out, out
+
+
+def test_exit_after_plain_reads_imports_nothing_heavy(tmp_path):
+    """A process that made only synchronous reads has no colio.Future to
+    drain at exit: the exit hook must not import colio._future, which
+    brings concurrent.futures and logging (27 ms at every exit here)."""
+    p = tmp_path / "f.bin"
+    p.write_bytes(os.urandom(8192))
+    code = f"""
+        import atexit, sys
+        # atexit runs its hooks last-registered first: this one, registered
+        # before colio's, runs after colio's exit hook.
+        atexit.register(lambda: print("after exit hook:", sorted(
+            m for m in ("colio._future", "concurrent.futures", "logging") if m in sys.modules)))
+        import colio
+        s = colio.source({str(p)!r})
+        b = bytearray(4096)
+        assert s.read_into(b, 100) == 4096
+        print("leaving")
+    """
+    rc, out, err, _ = run_child(code)
+    assert rc == 0, err
+    _clean(err)
+    assert "after exit hook: []" in out, out

@@ -43,6 +43,8 @@ from struct import pack_into as _pack_into
 
 from . import _future as F
 from . import _lib
+from ._cq import drain as _cq_drain
+from ._cq import status as _cq_status
 from ._batch_packed import Packed
 from ._buffers import EMPTY_ADDR, new_bytes
 from ._errors import make_error
@@ -276,28 +278,15 @@ _claim_lock = threading.Lock()
 def _drain_queue(L, cq) -> None:
     """The completion thread: takes up to _ENTRIES completed ranges per
     wake-up and completes their futures (done-callbacks run here)."""
-    buf = array("q", bytes(24 * _ENTRIES))
-    entries = (_lib.CqEntry * _ENTRIES).from_buffer(buf)
-    count = c_int64(0)
-    ref = byref(count)
-    wait = L.colio_cq_wait
-    while True:
-        rc = wait(cq, entries, _ENTRIES, _lib.WAIT_FOREVER, ref)
-        if rc:
-            if rc == _lib.ETIMEDOUT:
-                continue
-            return  # closed, or forked
-        try:
-            live = _live
-            for j in range(0, 3 * count.value, 3):
-                ctx = buf[j]
-                b = live.get(ctx >> 32)
-                if b is not None:
-                    st = buf[j + 2] & 0xFFFFFFFF
-                    b._complete(ctx & _LOW, st - (1 << 32) if st >> 31 else st, buf[j + 1])
-        except BaseException:  # pragma: no cover - a bug here must not end the thread
-            import traceback
-            traceback.print_exc()
+    live = _live
+
+    def handle(buf, count):
+        for j in range(0, 3 * count, 3):
+            ctx = buf[j]
+            b = live.get(ctx >> 32)
+            if b is not None:
+                b._complete(ctx & _LOW, _cq_status(buf[j + 2]), buf[j + 1])
+    _cq_drain(L, cq, _ENTRIES, handle)
 
 
 class RangeFuture(F.Future):

@@ -24,10 +24,11 @@ import asyncio
 import itertools
 import os
 import threading
-from array import array
-from ctypes import byref, c_char_p, c_int64, c_void_p
+from ctypes import byref, c_char_p, c_void_p
 
 from . import _lib, _remote
+from ._cq import drain as _cq_drain
+from ._cq import status as _cq_status
 from ._buffers import new_bytes
 from ._errors import last_error
 from ._handle import lib
@@ -154,34 +155,20 @@ def _queue(L):
 def _drain(L, cq) -> None:
     """The queue's thread: what one wake-up collected goes to each loop in
     one call."""
-    buf = array("q", bytes(24 * _ENTRIES))
-    entries = (_lib.CqEntry * _ENTRIES).from_buffer(buf)
-    count = c_int64(0)
-    ref = byref(count)
-    wait = L.colio_cq_wait
-    while True:
-        rc = wait(cq, entries, _ENTRIES, _lib.WAIT_FOREVER, ref)
-        if rc:
-            if rc == _lib.ETIMEDOUT:
-                continue
-            return  # closed, or forked
-        try:
-            by_loop: dict = {}
-            for j in range(0, 3 * count.value, 3):
-                ctx = buf[j]
-                fx = _live.get(ctx >> 32)
-                if fx is not None:
-                    st = buf[j + 2] & 0xFFFFFFFF
-                    st = st - (1 << 32) if st >> 31 else st
-                    by_loop.setdefault(fx.loop, []).append((fx, ctx & _LOW, st, buf[j + 1]))
-            for loop, items in by_loop.items():
-                try:
-                    loop.call_soon_threadsafe(_deliver, items)
-                except RuntimeError:  # the loop is closed: nobody awaits these
-                    _drop(L, items)
-        except BaseException:  # pragma: no cover - a bug here must not end the thread
-            import traceback
-            traceback.print_exc()
+    def handle(buf, count):
+        by_loop: dict = {}
+        for j in range(0, 3 * count, 3):
+            ctx = buf[j]
+            fx = _live.get(ctx >> 32)
+            if fx is not None:
+                by_loop.setdefault(fx.loop, []).append(
+                    (fx, ctx & _LOW, _cq_status(buf[j + 2]), buf[j + 1]))
+        for loop, items in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(_deliver, items)
+            except RuntimeError:  # the loop is closed: nobody awaits these
+                _drop(L, items)
+    _cq_drain(L, cq, _ENTRIES, handle)
 
 
 def _deliver(items) -> None:

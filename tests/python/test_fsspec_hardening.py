@@ -151,9 +151,14 @@ def test_every_read_path_matches_pread_and_cat_ranges(kind, diff_data, small_tas
             want = _pread(path, ranges)
             if ref_fs is not None:
                 fs, p = ref_fs
-                cat = fs.cat_ranges([p] * len(ranges), [o for o, _ in ranges],
-                                    [o + n for o, n in ranges])
-                assert [bytes(c) for c in cat] == want, "reference disagrees with pread"
+                # A range starting at the end is unsatisfiable over HTTP: the
+                # server answers 416, as real ones do, and fsspec returns that
+                # error; the reference covers the others.
+                inside = [j for j, (o, _) in enumerate(ranges) if o < DIFF_SIZE]
+                cat = fs.cat_ranges([p] * len(inside), [ranges[j][0] for j in inside],
+                                    [sum(ranges[j]) for j in inside])
+                assert [bytes(c) for c in cat] == [want[j] for j in inside], \
+                    "reference disagrees with pread"
             for call, got in _read_all_ways(src, ranges).items():
                 bad = [j for j, (g, w) in enumerate(zip(got, want)) if g != w]
                 assert not bad, (f"{kind} {call} batch {i}: ranges "

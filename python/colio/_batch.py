@@ -43,7 +43,7 @@ from struct import pack_into as _pack_into
 
 from . import _future as F
 from . import _lib
-from ._cq import drain as _cq_drain
+from . import _cq
 from ._cq import status as _cq_status
 from ._batch_packed import Packed
 from ._buffers import EMPTY_ADDR, new_bytes
@@ -248,34 +248,13 @@ def read_ranges(src, ranges) -> list:
 # ---- asynchronous batches -----------------------------------------------------
 
 _live: dict = {}        # key -> _Batch, while its ranges may still be posted
-_cq = None              # the process's completion queue (c_void_p value)
-_cq_lock = threading.Lock()
 _ENTRIES = 256
-
-
-def _queue(L):
-    """The completion queue, and its thread, made on first use."""
-    global _cq
-    if _cq is not None:
-        return _cq
-    with _cq_lock:
-        if _cq is None:
-            h = c_void_p()
-            rc = L.colio_cq_new(byref(h))
-            if rc:
-                from ._errors import last_error
-                raise last_error(rc)
-            t = threading.Thread(target=_drain_queue, args=(L, h.value),
-                                 name="colio-completions", daemon=True)
-            t.start()
-            _cq = h.value
-    return _cq
 
 
 _claim_lock = threading.Lock()
 
 
-def _drain_queue(L, cq) -> None:
+def _handler(L):
     """The completion thread: takes up to _ENTRIES completed ranges per
     wake-up and completes their futures (done-callbacks run here)."""
     live = _live
@@ -286,7 +265,10 @@ def _drain_queue(L, cq) -> None:
             b = live.get(ctx >> 32)
             if b is not None:
                 b._complete(ctx & _LOW, _cq_status(buf[j + 2]), buf[j + 1])
-    _cq_drain(L, cq, _ENTRIES, handle)
+    return handle
+
+
+_queue = _cq.Queue("colio-completions", _ENTRIES, _handler)
 
 
 class RangeFuture(F.Future):
@@ -481,7 +463,7 @@ def read_ranges_async(src, ranges) -> list:
             return _completed(src, L, lay, h.value)
         b, key = _new_batch(src, lay, n)
     else:
-        cq = _queue(L)
+        cq = _queue.get(L)
         handle, flags = src._h(), _flags(src)  # a closed source raises before anything is kept
         b, key = _new_batch(src, lay, n)
         _live[key] = b  # before the call: entries may come at once

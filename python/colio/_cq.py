@@ -6,8 +6,9 @@ fetches (_fetch); below both, above only _lib."""
 
 from __future__ import annotations
 
+import threading
 from array import array
-from ctypes import byref, c_int64
+from ctypes import byref, c_int64, c_void_p
 
 from . import _lib
 
@@ -38,3 +39,34 @@ def drain(L, cq, n: int, handle) -> None:
         except BaseException:  # pragma: no cover - a bug here must not end the thread
             import traceback
             traceback.print_exc()
+
+
+class Queue:
+    """A completion queue and the thread draining it, made on first use:
+    ``get(L)`` returns its handle. ``make_handle(L)`` gives the function each
+    wake-up's batch goes to (see drain)."""
+
+    def __init__(self, name: str, n: int, make_handle):
+        self._name, self._n, self._make = name, n, make_handle
+        self._h = None
+        self._lock = threading.Lock()
+
+    def get(self, L) -> int:
+        h = self._h
+        if h is None:
+            with self._lock:
+                if self._h is None:
+                    c = c_void_p()
+                    rc = L.colio_cq_new(byref(c))
+                    if rc:
+                        from ._errors import last_error
+                        raise last_error(rc)
+                    threading.Thread(target=drain, args=(L, c.value, self._n, self._make(L)),
+                                     name=self._name, daemon=True).start()
+                    self._h = c.value
+                h = self._h
+        return h
+
+    def forget(self) -> None:
+        """In a forked child: the parent's queue and thread are not there."""
+        self._h = None

@@ -23,11 +23,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-import threading
 from ctypes import byref, c_char_p, c_void_p
 
 from . import _lib, _remote
-from ._cq import drain as _cq_drain
+from . import _cq
 from ._cq import status as _cq_status
 from ._buffers import new_bytes
 from ._errors import last_error
@@ -39,8 +38,6 @@ _ENTRIES = 512
 _LOW = (1 << 32) - 1
 _live: dict = {}            # key -> _Fetch, until every object has been delivered
 _keys = itertools.count(1)
-_cq = None                  # the completion queue's handle (int), made on first use
-_cq_lock = threading.Lock()
 
 
 class _Fetch:
@@ -94,7 +91,7 @@ class Fetcher:
 
     def _start(self, loop, enc, futs) -> None:
         L = lib()
-        cq = _queue(L)
+        cq = _queue.get(L)
         fx = _Fetch()
         fx.loop, fx.futs, fx.left, fx.key = loop, futs, len(futs), next(_keys)
         fx.secrets = self._secrets + [u.partition(b"?")[2].decode() for u in enc]
@@ -137,22 +134,7 @@ def _calls(L):
     return _held
 
 
-def _queue(L):
-    global _cq
-    if _cq is None:
-        with _cq_lock:
-            if _cq is None:
-                h = c_void_p()
-                rc = L.colio_cq_new(byref(h))
-                if rc:
-                    raise last_error(rc)
-                threading.Thread(target=_drain, args=(L, h.value), name="colio-fetches",
-                                 daemon=True).start()
-                _cq = h.value
-    return _cq
-
-
-def _drain(L, cq) -> None:
+def _handler(L):
     """The queue's thread: what one wake-up collected goes to each loop in
     one call."""
     def handle(buf, count):
@@ -168,7 +150,10 @@ def _drain(L, cq) -> None:
                 loop.call_soon_threadsafe(_deliver, items)
             except RuntimeError:  # the loop is closed: nobody awaits these
                 _drop(L, items)
-    _cq_drain(L, cq, _ENTRIES, handle)
+    return handle
+
+
+_queue = _cq.Queue("colio-fetches", _ENTRIES, _handler)
 
 
 def _deliver(items) -> None:
@@ -203,8 +188,7 @@ def _ended(fx, free) -> None:
 
 
 def _after_fork_in_child() -> None:
-    global _cq
-    _cq = None
+    _queue.forget()
     _live.clear()
 
 

@@ -14,13 +14,13 @@ TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class GoServer:
-    def __init__(self, directory, latency):
+    def __init__(self, directory, latency, extra=()):
         exe = os.path.join(TOOLS, "colio-testserver")
         if not os.path.exists(exe):
             raise RuntimeError(f"bench: {exe} is missing; run `make bench` (it builds it)")
         self.proc = subprocess.Popen([exe, "-dir", directory, "-latency", f"{latency * 1e3:g}ms",
-                                      "-stdin"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True)
+                                      *extra, "-stdin"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline().strip()
         if not line.startswith("listening on "):
             self.close()

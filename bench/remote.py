@@ -43,11 +43,11 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 
 import numpy as np
 
 import colio
+from goserver import GoServer
 
 KiB, MiB = 1 << 10, 1 << 20
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -57,34 +57,13 @@ BUCKET, KEY = "bench", "data.bin"
 S3_KEY, S3_SECRET = "COLIOBENCHKEY", "colio-bench-secret"
 
 
-class TestServer:
-    """One cmd/colio-testserver process with a fixed latency."""
+class TestServer(GoServer):
+    """One cmd/colio-testserver process with a fixed latency, signing S3
+    with the benchmark's key."""
 
     def __init__(self, directory, latency):
-        exe = os.path.join(TOOLS, "colio-testserver")
-        if not os.path.exists(exe):
-            raise RuntimeError(f"bench: {exe} is missing; run `make bench` (it builds it)")
-        self.proc = subprocess.Popen(
-            [exe, "-dir", directory, "-latency", f"{latency * 1e3:g}ms", "-s3-key", S3_KEY,
-             "-s3-secret", S3_SECRET, "-stdin"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline().strip()
-        if not line.startswith("listening on "):
-            self.close()
-            raise RuntimeError(f"bench: colio-testserver said {line!r}")
-        self.endpoint = line.split()[-1]
+        super().__init__(directory, latency, ("-s3-key", S3_KEY, "-s3-secret", S3_SECRET))
         self.url = f"{self.endpoint}/{BUCKET}/{KEY}"
-
-    def stats(self, reset=False):
-        with urllib.request.urlopen(self.endpoint + "/_stats" + ("?reset=1" if reset else "")) as r:
-            return json.load(r)
-
-    def close(self):
-        try:
-            self.proc.stdin.close()
-            self.proc.wait(10)
-        except Exception:  # noqa: BLE001 - it is only a benchmark server
-            self.proc.kill()
 
 
 # ---- the methods -------------------------------------------------------------------

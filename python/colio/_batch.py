@@ -41,9 +41,8 @@ from struct import error as StructError
 from struct import pack as _pack
 from struct import pack_into as _pack_into
 
+from . import _cq, _fastcall, _lib
 from . import _future as F
-from . import _lib
-from . import _cq
 from ._cq import status as _cq_status
 from ._batch_packed import Packed
 from ._buffers import EMPTY_ADDR, new_bytes
@@ -218,8 +217,23 @@ def _range_error(src, lay, i: int, code: int, message=None, errnum: int = 0):
     return make_error(code, message, errnum)
 
 
+# The most bytes a batch of a local file or memory reads in the library's
+# builtin call (colio._native), which blocks without Ctrl-C's slices, as
+# os.preadv does: a few tens of ms from the page cache.
+NATIVE_MAX = 64 << 20
+
+
 def read_ranges(src, ranges) -> list:
     """Source.read_ranges for engine sources: one call, one wait."""
+    N = _fastcall.N or _fastcall.native()
+    if N is not None and not src._slow and type(ranges) is list:
+        # A list of (int, int) tuples of small ranges: parsed, read and
+        # sliced in C. None back: not that shape, left to plan() to check
+        # and name; a code back (a failed range): the path below reads
+        # again and raises the range's own error.
+        out = N.read_ranges(src._h(), _flags(src), ranges, PACK_MAX, NATIVE_MAX)
+        if out is not None and type(out) is not int:
+            return out
     offs, sizes, packed, big = plan(src, ranges)
     if not offs:
         src._h()

@@ -12,11 +12,21 @@ what Python does around the call shows. These helpers keep it to the call:
 - the caller decides (file, memory and void handles, sizes at or under the
   engine's inline thresholds) when the synchronous call serves an
   asynchronous one, so that the future comes back completed.
+
+Where the interpreter allows, the calls skip ctypes altogether: native()
+is the module colio._native, builtin functions in the loaded library
+itself (capi/pyfast.c) that take the buffer, ints and range list as they
+are. ctypes turned four ints into C objects and back for 1.4 us a call;
+the builtin call costs about what os.preadv's does. COLIO_NATIVE=0 turns
+it off (the ctypes paths then serve every call, as in a Python where it
+does not load).
 """
 
 from __future__ import annotations
 
 import _thread
+import os
+import sys
 from ctypes import byref, c_int64, c_void_p
 
 from . import _lib
@@ -105,3 +115,34 @@ def write(h, addr: int, n: int, offset: int):
     return rc, t.out.value, t.at.value
 
 
+
+
+N = None        # colio._native once loaded (the hot paths read it directly)
+_tried = False
+
+
+def native():
+    """colio._native from the loaded library, or None where it does not
+    load: COLIO_NATIVE=0, not CPython, a free-threaded or trace-refs build
+    (another object layout than the one pyfast.c declares), or a library
+    without it."""
+    global N, _tried
+    if _tried:
+        return N
+    L = _lib.L or _lib.load()
+    if (os.environ.get("COLIO_NATIVE", "1") != "0" and sys.implementation.name == "cpython"
+            and "t" not in sys.abiflags and "d" not in sys.abiflags):
+        # importlib.machinery is part of the interpreter's startup;
+        # importlib.util would cost 3 ms of imports (contextlib and more).
+        from importlib.machinery import ExtensionFileLoader, ModuleSpec
+        try:
+            # The path ctypes loaded: dlopen hands back the same library.
+            loader = ExtensionFileLoader("colio._native", L.path)
+            spec = ModuleSpec("colio._native", loader, origin=L.path)
+            m = loader.create_module(spec)
+            loader.exec_module(m)
+            N = m
+        except (ImportError, SystemError, OSError):
+            N = None
+    _tried = True
+    return N

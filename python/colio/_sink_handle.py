@@ -55,6 +55,12 @@ class Sink(Handle):
         stays alive and locked until the future is done: do not change it
         meanwhile."""
         t = type(buf)
+        N = _fast.N or _fast.native()
+        if N is not None and self.kind in _INLINE_KINDS and not _fast.device_type(t):
+            # The library's builtin call (None back: not served here).
+            r = N.write(self._h(), buf, self._off(offset), _lib.inline_write_max)
+            if r is not None:
+                return self._inline_future(r)
         if t is bytes:
             pin, addr, n = buf, (_fast.bytes_addr(buf) if buf else EMPTY_ADDR), len(buf)
         elif _fast.device_type(t) and device_module().is_device(buf):
@@ -71,16 +77,7 @@ class Sink(Handle):
             # (which says where an append went), and a future that is done
             # before anyone can wait (issue 15.3).
             rc, got, at = _fast.write(self._h(), addr, n, off)
-            if rc in _RAISE_NOW:
-                raise self._fail(rc)
-            fut = F.Future()
-            if rc:
-                fut._exception = last_error(rc)
-            else:
-                fut.nbytes = fut._result = got
-            fut.offset = at
-            fut._state = F.FINISHED
-            return fut
+            return self._inline_future((rc or got, at))
         h = c_void_p()
         rc = L.colio_write_async(self._h(), addr, n, off, byref(h))
         if rc:
@@ -95,10 +92,34 @@ class Sink(Handle):
             fut.offset = off
         return F.track(L, fut, h.value)
 
+    def _inline_future(self, r):
+        """The completed future of an inline write: r is (bytes written or
+        the library's negative code, where they went)."""
+        got, at = r
+        if got in _RAISE_NOW:
+            raise self._fail(got)
+        F = _future
+        fut = F.Future()
+        if got < 0:
+            fut._exception = last_error(got)
+        else:
+            fut.nbytes = fut._result = got
+        fut.offset = at
+        fut._state = F.FINISHED
+        return fut
+
     def write(self, buf, offset: int | None = None) -> int:
         """Writes all of buf at offset (None: append) and returns the bytes
         written."""
         t = type(buf)
+        N = _fast.N or _fast.native()
+        if N is not None and not _fast.device_type(t):
+            # Any size: this call blocks in the library like the ctypes one.
+            r = N.write(self._h(), buf, self._off(offset), INT64_MAX)
+            if r is not None:
+                if r[0] < 0:
+                    raise self._fail(r[0])
+                return r[0]
         if t is bytes:
             pin, addr, n = buf, (_fast.bytes_addr(buf) if buf else EMPTY_ADDR), len(buf)
         elif _fast.device_type(t) and device_module().is_device(buf):

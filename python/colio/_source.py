@@ -119,8 +119,19 @@ class Source(Handle):
         """Fills buf (``size`` bytes, default ``buf.nbytes``) from offset and
         returns the number of bytes read: fewer only at the end of the
         source, 0 at the end."""
-        # The common small case first: a bytearray, a plain offset, a file
-        # or memory source (issue 15.3: nothing but the call).
+        # The common small case first: a plain offset, a file or memory
+        # source (issue 15.3: nothing but the call), through the library's
+        # builtin call where it loaded (None back: not served here).
+        N = _fast.N or _fast.native()
+        if (N is not None and size is None and type(offset) is int and not self._slow
+                and not _fast.device_type(type(buf))):
+            h = self._handle
+            if h is not None and not self._closed:
+                got = N.read_into(h, buf, offset, _lib.inline_read_max)
+                if got is not None:
+                    if got < 0:
+                        raise self._error(got, 0, 0)
+                    return got
         if (type(buf) is bytearray and size is None and type(offset) is int
                 and not self._slow and 0 <= offset <= INT64_MAX):
             n = len(buf)
@@ -179,6 +190,11 @@ class Source(Handle):
         of bytes read. buf stays alive and locked until the future is done."""
         if _fast.device_type(type(buf)) and device_module().is_device(buf):
             return device_module().read_async(self, buf, offset, size)
+        N = _fast.N or _fast.native()
+        if N is not None and size is None and type(offset) is int and not self._slow:
+            got = N.read_into(self._h(), buf, offset, _lib.inline_read_max)
+            if got is not None:  # served inline, as the library would have
+                return self._inline_future(got, 0, 0)
         pin, addr, n = _destination(buf, size)
         offset = index(offset, "offset")
         if self._loop is not None:
@@ -207,11 +223,17 @@ class Source(Handle):
         errors raise, as colio_read_async's do; I/O errors go into the
         future, as they would from an inline C future."""
         rc, got = _fast.read(self._h(), addr, n, offset)
-        if rc in _RAISE_NOW:
-            raise self._error(rc, addr, n)
+        return self._inline_future(rc or got, addr, n)
+
+    def _inline_future(self, got, addr, n):
+        """The completed future of an inline read: got is the bytes read
+        or the library's (negative) code."""
+        if got in _RAISE_NOW:
+            raise self._error(got, addr, n)
+        F = _future or _fut()
         fut = F.Future()  # done before anyone can wait: no Condition
-        if rc:
-            fut._exception = self._error(rc, addr, n)
+        if got < 0:
+            fut._exception = self._error(got, addr, n)
         else:
             fut.nbytes = fut._result = got
         fut._state = F.FINISHED
@@ -236,6 +258,13 @@ class Source(Handle):
             # b is the pin: if interrupted, it is never handed out.
             got = self._read_waiting(L, b, addr, n, offset)
             return b if got == n else b[:got]
+        N = _fast.N or _fast.native()
+        if N is not None and n:
+            b = N.read(self._h(), offset, n)
+            if b is not None:
+                if type(b) is int:
+                    raise self._error(b, 0, n)
+                return b
         b, addr = _fast.fresh_bytes(n)
         if n == 0:
             addr = _EMPTY_ADDR

@@ -6,7 +6,9 @@
 set -euo pipefail
 lib=$1 header=$2
 cc=${CC:-cc}
-exported=$(nm -D --defined-only "$lib" | awk '{print $NF}' | sed 's/@.*//' | sort -u)
+# PyInit__native is the Python package's module of builtin small calls
+# (capi/pyfast.c), not part of the C API.
+exported=$(nm -D --defined-only "$lib" | awk '{print $NF}' | sed 's/@.*//' | grep -vx PyInit__native | sort -u)
 # Preprocess, so comments and macros cannot confuse the match; a function
 # declaration is a colio_ name followed by "(" (function pointer typedefs
 # and fields have ")(" instead).

@@ -170,3 +170,18 @@ def test_memory_sink_full(path_kind):
         f.result()
     with pytest.raises(OSError, match="does not fit"):  # sticky: close says so too
         snk.close()
+
+
+def test_edges(path_kind, data_file, ref):
+    s = colio.source(data_file)
+    assert [bytes(m) for m in s.read_ranges([(0, 0), (5, 0)])] == [b"", b""]
+    assert s.read_ranges([]) == []
+    with pytest.raises((ValueError, OverflowError)):
+        s.read_into(bytearray(8), 1 << 63)  # not an int64
+    with pytest.raises(ValueError, match="past the end"):
+        s.read_into(bytearray(8), 1 << 62)
+    assert s.read_into(bytearray(0), 0) == 0
+    buf = bytearray(16)
+    assert s.read_into(memoryview(buf)[4:12], 100) == 8 and bytes(buf[4:12]) == ref[100:108]
+    assert bytes(buf[:4]) == bytes(4) and bytes(buf[12:]) == bytes(4)  # nothing outside the view
+    s.close()

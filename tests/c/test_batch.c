@@ -10,21 +10,10 @@
  * and freed under a waiter; colio_write_ex's placed offset. These calls
  * did not exist before issue 15.
  */
-#include "harness.h"
+#include "pattern.h"
 
-#define SIZE ((int64_t)1 << 20)
 #define MAXN 10000
 
-static unsigned char *data;
-
-static int64_t cb_read(void *ctx, void *buf, int64_t size, int64_t off) {
-  (void)ctx;
-  if (off >= SIZE)
-    return 0;
-  int64_t n = size < SIZE - off ? size : SIZE - off;
-  memcpy(buf, data + off, (size_t)n);
-  return n;
-}
 
 /* Fails every read that touches [BAD, BAD + 1). */
 #define BAD ((int64_t)500000)
@@ -44,12 +33,6 @@ static int64_t gated_read(void *ctx, void *buf, int64_t size, int64_t off) {
   return cb_read(ctx, buf, size, off);
 }
 
-static uint64_t rnd(uint64_t *s) {
-  *s ^= *s << 13;
-  *s ^= *s >> 7;
-  *s ^= *s << 17;
-  return *s;
-}
 
 static colio_range r[MAXN];
 static int64_t nread[MAXN];
@@ -146,17 +129,11 @@ static void *wait_closed(void *arg) {
 
 int main(void) {
   watchdog(120);
-  data = (unsigned char *)xmalloc(SIZE);
-  fill_pattern(data, SIZE, 15);
-  char *path = temp_path("batch");
-  write_file(path, data, SIZE);
-  int fd = open(path, O_RDONLY);
-  REQUIRE(fd >= 0);
-
-  colio_source *file, *cb, *bad, *gated;
-  OK(colio_source_open_file(path, &file));
+  struct pattern P;
+  pattern_open(&P, "batch", 15);
+  colio_source *file = P.file, *cb = P.cb, *bad, *gated;
+  int fd = P.fd;
   colio_source_callbacks c = {sizeof c, NULL, cb_read, NULL, COLIO_CALLBACK_CONCURRENT};
-  REQUIRE(colio_source_from_callbacks(&c, SIZE, &cb) == COLIO_OK);
   c.read = bad_read;
   REQUIRE(colio_source_from_callbacks(&c, SIZE, &bad) == COLIO_OK);
   c.read = gated_read;
@@ -316,13 +293,8 @@ int main(void) {
   unlink(wpath);
   free(wpath);
 
-  OK(colio_source_free(file));
-  OK(colio_source_free(cb));
   OK(colio_source_free(bad));
   OK(colio_source_free(gated));
-  close(fd);
-  unlink(path);
-  free(path);
-  free(data);
+  pattern_close(&P);
   return finish("test_batch");
 }

@@ -7,28 +7,11 @@
  * at the sum of the sizes before it and nothing is written past them; bad
  * arguments start nothing. The call did not exist before.
  */
-#include "harness.h"
+#include "pattern.h"
 
-#define SIZE ((int64_t)1 << 20)
 #define MAXN 10000
 
-static unsigned char *data;
 
-static int64_t cb_read(void *ctx, void *buf, int64_t size, int64_t off) {
-  (void)ctx;
-  if (off >= SIZE)
-    return 0;
-  int64_t n = size < SIZE - off ? size : SIZE - off;
-  memcpy(buf, data + off, (size_t)n);
-  return n;
-}
-
-static uint64_t rnd(uint64_t *s) {
-  *s ^= *s << 13;
-  *s ^= *s >> 7;
-  *s ^= *s << 17;
-  return *s;
-}
 
 static int64_t pairs[2 * MAXN];
 static int64_t nread[MAXN];
@@ -110,17 +93,10 @@ static void batch(colio_source *src, int ref_fd, uint64_t *seed, int n, uint32_t
 
 int main(void) {
   watchdog(120);
-  data = (unsigned char *)xmalloc(SIZE);
-  fill_pattern(data, SIZE, 16);
-  char *path = temp_path("packed");
-  write_file(path, data, SIZE);
-  int fd = open(path, O_RDONLY);
-  REQUIRE(fd >= 0);
-
-  colio_source *file, *cb;
-  OK(colio_source_open_file(path, &file));
-  colio_source_callbacks c = {sizeof c, NULL, cb_read, NULL, COLIO_CALLBACK_CONCURRENT};
-  REQUIRE(colio_source_from_callbacks(&c, SIZE, &cb) == COLIO_OK);
+  struct pattern P;
+  pattern_open(&P, "packed", 16);
+  colio_source *file = P.file, *cb = P.cb;
+  int fd = P.fd;
 
   uint64_t seed = 0x9e3779b97f4a7c15ull;
   int sizes[] = {1, 2, 17, 300, MAXN};
@@ -182,11 +158,6 @@ int main(void) {
   for (size_t j = 0; j < sizeof buf; j++)
     CHECK(buf[j] == 0xAB);
 
-  OK(colio_source_free(file));
-  OK(colio_source_free(cb));
-  close(fd);
-  unlink(path);
-  free(path);
-  free(data);
+  pattern_close(&P);
   return finish("test_batch_packed");
 }

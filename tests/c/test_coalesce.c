@@ -7,30 +7,11 @@
  * so the merge is seen from outside colio. Also: the settings' defaults,
  * their checks, and unknown flags.
  */
-#include "harness.h"
+#include "pattern.h"
 
-#define SIZE ((int64_t)1 << 20)
 #define MAXN 48
 
-static unsigned char *data;
-static int calls; /* atomically updated */
 
-static int64_t cb_read(void *ctx, void *buf, int64_t size, int64_t off) {
-  (void)ctx;
-  __atomic_add_fetch(&calls, 1, __ATOMIC_SEQ_CST);
-  if (off >= SIZE)
-    return 0;
-  int64_t n = size < SIZE - off ? size : SIZE - off;
-  memcpy(buf, data + off, (size_t)n);
-  return n;
-}
-
-static uint64_t rnd(uint64_t *s) {
-  *s ^= *s << 13;
-  *s ^= *s >> 7;
-  *s ^= *s << 17;
-  return *s;
-}
 
 /* One random batch read coalesced from src; ref is what each byte is. */
 static void batch(colio_source *src, int ref_fd, uint64_t *seed) {
@@ -89,17 +70,10 @@ static void batch(colio_source *src, int ref_fd, uint64_t *seed) {
 
 int main(void) {
   watchdog(120);
-  data = (unsigned char *)xmalloc(SIZE);
-  fill_pattern(data, SIZE, 16);
-  char *path = temp_path("coalesce");
-  write_file(path, data, SIZE);
-  int fd = open(path, O_RDONLY);
-  REQUIRE(fd >= 0);
-
-  colio_source *file, *cb;
-  OK(colio_source_open_file(path, &file));
-  colio_source_callbacks c = {sizeof c, NULL, cb_read, NULL, COLIO_CALLBACK_CONCURRENT};
-  REQUIRE(colio_source_from_callbacks(&c, SIZE, &cb) == COLIO_OK);
+  struct pattern P;
+  pattern_open(&P, "coalesce", 16);
+  colio_source *file = P.file, *cb = P.cb;
+  int fd = P.fd;
 
   /* Defaults: a file merges only touching ranges, a callback source with
    * latency (not fast) starts at 1 MiB before it has measured anything. */
@@ -153,11 +127,6 @@ int main(void) {
     }
   }
   OK(colio_source_set_coalesce(cb, -1, -1));
-  OK(colio_source_free(file));
-  OK(colio_source_free(cb));
-  close(fd);
-  unlink(path);
-  free(path);
-  free(data);
+  pattern_close(&P);
   return finish("test_coalesce");
 }

@@ -116,6 +116,13 @@ int colio_write_ex(colio_sink *sink, const void *buf, int64_t size, int64_t offs
                    int64_t *nwritten, int64_t *placed) {
   COLIOI_ENTER("colio_write_ex");
   int64_t n = 0, at = 0;
+  if (colioi_fast_write((uintptr_t)sink, buf, size, &offset, &n, &at)) {
+    if (nwritten)
+      *nwritten = n;
+    if (placed)
+      *placed = at;
+    return COLIO_OK;
+  }
   int rc = colioGoWriteEx((uintptr_t)sink, (void *)buf, size, offset, &n, &at, colioi_tls_level);
   if (nwritten)
     *nwritten = n;

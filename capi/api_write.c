@@ -7,7 +7,12 @@
 int colio_write(colio_sink *sink, const void *buf, int64_t size, int64_t offset,
                 int64_t *nwritten) {
   COLIOI_ENTER("colio_write");
-  int64_t n = 0;
+  int64_t n = 0, at = 0;
+  if (colioi_fast_write((uintptr_t)sink, buf, size, &offset, &n, &at)) {
+    if (nwritten)
+      *nwritten = n;
+    return COLIO_OK;
+  }
   int rc = colioGoWrite((uintptr_t)sink, (void *)buf, size, offset, &n, colioi_tls_level);
   if (nwritten)
     *nwritten = n;

@@ -71,10 +71,14 @@ void colioi_call_sink_release(colio_sink_callbacks *cb);
 void colioi_call_done(colio_future_callback cb, uintptr_t ctx, uintptr_t fut, int status,
                       int64_t nbytes);
 
-/* ---- fastpath.c: small synchronous reads without entering Go ----------- */
+/* ---- fastpath.c: small synchronous reads and writes without entering Go - */
 
 void colioi_fast_set_threshold(int64_t v);
+void colioi_fast_set_write_threshold(int64_t v);
 void colioi_fast_register(uint64_t tok, int fd, const void *mem, int64_t mem_size);
+void colioi_fast_register_sink(uint64_t tok, int fd, int64_t *next, int64_t *end);
+int colioi_fast_write(uint64_t tok, const void *buf, int64_t size, int64_t *offset,
+                      int64_t *nwritten, int64_t *placed);
 void colioi_fast_unregister(uint64_t tok);
 int colioi_fast_read(uint64_t tok, void *buf, int64_t size, int64_t offset, int64_t *nread,
                      int *rc);

@@ -53,7 +53,7 @@ func colioGoConfigSet(key *C.char, value C.int64_t) (rc C.int) {
 	if err := e.Set(k, int64(value)); err != nil {
 		return setMessage(name, err)
 	}
-	C.colioi_fast_set_threshold(C.int64_t(e.Config().SmallReadThreshold))
+	setFastThresholds(e)
 	return C.COLIO_OK
 }
 

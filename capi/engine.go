@@ -19,14 +19,20 @@ import (
 func eng() (*engine.Engine, error) {
 	e, err := engine.Default()
 	if err == nil {
-		fastInit.Do(func() { C.colioi_fast_set_threshold(C.int64_t(e.Config().SmallReadThreshold)) })
+		fastInit.Do(func() { setFastThresholds(e) })
 	}
 	return e, err
 }
 
-// fastInit hands the C fast path its threshold once the engine exists;
-// colio_config_set_int keeps it current.
+// fastInit hands the C fast path its thresholds once the engine exists;
+// colio_config_set_int keeps them current.
 var fastInit sync.Once
+
+func setFastThresholds(e *engine.Engine) {
+	cfg := e.Config()
+	C.colioi_fast_set_threshold(C.int64_t(cfg.SmallReadThreshold))
+	C.colioi_fast_set_write_threshold(C.int64_t(cfg.SmallWriteThreshold))
+}
 
 // levelCtxs holds one context per pool level, made once, so that entry
 // points do not allocate one per call.

@@ -1,5 +1,6 @@
 /*
- * fastpath.c: small synchronous reads of local files and memory, in C.
+ * fastpath.c: small synchronous reads of local files and memory, and small
+ * synchronous writes to local files, in C.
  *
  * colio_read of a few KiB from a file in the page cache is one pread of
  * about 0.8 us. Entering Go for it (cgo's C-to-Go transition, the handle
@@ -10,15 +11,24 @@
  * caller, without entering Go; everything else, and every error that needs
  * the engine's wording, goes through Go as before.
  *
- * Safety against colio_source_free: Go registers a source here after it
- * made the handle, and unregisters it (waiting for readers in this file to
- * leave) before it closes the descriptor. A reader announces itself in the
- * entry's user count, then checks that the entry still carries its token;
- * unregistering clears the token, then waits for the count to drop. With
- * sequentially consistent atomics on both sides, either the reader sees
- * the cleared token and falls back to Go (which reports the freed handle),
- * or the unregistering side sees the reader and waits for it. A descriptor
- * is therefore never used after close, nor a recycled one read.
+ * Writes the same way (issue 15.3): colio_write and colio_write_ex of at
+ * most small_write_threshold bytes to a file sink are a pwrite here (0.6 us
+ * for 4 KiB, against 1.3 us through Go, measured from C). The sink's state
+ * that both paths change lives in C memory that Go allocated and uses too:
+ * the append reservation (next) and the highest end written (end), both
+ * updated atomically. A write that fails is handed to Go at the offset it
+ * took, which writes again, records the sticky error and words the message.
+ *
+ * Safety against colio_source_free and colio_sink_free: Go registers a
+ * handle here after it made it, and unregisters it (waiting for callers in
+ * this file to leave) before it closes the descriptor. A caller announces
+ * itself in the entry's user count, then checks that the entry still
+ * carries its token; unregistering clears the token, then waits for the
+ * count to drop. With sequentially consistent atomics on both sides,
+ * either the caller sees the cleared token and falls back to Go (which
+ * reports the freed handle), or the unregistering side sees the caller and
+ * waits for it. A descriptor is therefore never used after close, nor a
+ * recycled one read or written.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -38,11 +48,13 @@
 #define NCHUNKS (1 << (INDEX_BITS - CHUNK_BITS))
 
 struct fast_entry {
-  _Atomic uint64_t token; /* 0: no fast source here */
+  _Atomic uint64_t token; /* 0: no fast handle here */
   _Atomic int64_t users;
-  int fd;                 /* -1 for memory */
+  int fd;                 /* -1 for a memory source */
   const char *mem;
   int64_t mem_size;
+  _Atomic int64_t *next;  /* a file sink's append reservation (shared with Go) */
+  _Atomic int64_t *end;   /* a file sink's highest end written (shared with Go) */
 };
 
 /* Chunks of entries, made on first use and never freed (at most a few
@@ -50,8 +62,9 @@ struct fast_entry {
  * resident memory. */
 static _Atomic(struct fast_entry *) chunks[NCHUNKS];
 
-static _Atomic int64_t threshold = -1; /* -1 until Go sets it: no fast path */
-static _Atomic int64_t n_ops, n_bytes, n_errors, n_in_flight, n_peak;
+static _Atomic int64_t threshold = -1;       /* -1 until Go sets it: no fast path */
+static _Atomic int64_t write_threshold = -1; /* the same for writes */
+static _Atomic int64_t n_ops, n_bytes, n_errors, n_in_flight, n_peak, n_wops, n_wbytes;
 
 static struct fast_entry *entry(uint64_t tok, int create) {
   uint64_t index = tok & ((1ull << INDEX_BITS) - 1);
@@ -73,6 +86,8 @@ static struct fast_entry *entry(uint64_t tok, int create) {
 
 void colioi_fast_set_threshold(int64_t v) { atomic_store(&threshold, v); }
 
+void colioi_fast_set_write_threshold(int64_t v) { atomic_store(&write_threshold, v); }
+
 void colioi_fast_register(uint64_t tok, int fd, const void *mem, int64_t mem_size) {
   struct fast_entry *e = entry(tok, 1);
   if (!e)
@@ -80,7 +95,20 @@ void colioi_fast_register(uint64_t tok, int fd, const void *mem, int64_t mem_siz
   e->fd = fd;
   e->mem = (const char *)mem;
   e->mem_size = mem_size;
+  e->next = e->end = NULL;
   atomic_store(&e->token, tok); /* publishes the fields above */
+}
+
+void colioi_fast_register_sink(uint64_t tok, int fd, int64_t *next, int64_t *end) {
+  struct fast_entry *e = entry(tok, 1);
+  if (!e)
+    return; /* out of memory: that sink simply takes the Go path */
+  e->fd = fd;
+  e->mem = NULL;
+  e->mem_size = 0;
+  e->next = (_Atomic int64_t *)next;
+  e->end = (_Atomic int64_t *)end;
+  atomic_store(&e->token, tok);
 }
 
 void colioi_fast_unregister(uint64_t tok) {
@@ -95,10 +123,11 @@ void colioi_fast_unregister(uint64_t tok) {
 }
 
 void colioi_fast_stats(colio_counters *c) {
-  int64_t ops = atomic_load(&n_ops);
+  int64_t ops = atomic_load(&n_ops) + atomic_load(&n_wops);
   c->ops_submitted += ops;
   c->ops_inline += ops;
   c->bytes_read += atomic_load(&n_bytes);
+  c->bytes_written += atomic_load(&n_wbytes);
   c->errors += atomic_load(&n_errors);
   c->in_flight += atomic_load(&n_in_flight);
   int64_t peak = atomic_load(&n_peak);
@@ -196,5 +225,69 @@ int colioi_fast_read(uint64_t tok, void *buf, int64_t size, int64_t offset, int6
                       (long long)offset);
   } else
     *rc = COLIO_OK;
+  return 1;
+}
+
+/* Writes size bytes of buf at offset (COLIO_APPEND: at the next reserved
+ * offset) to a registered file sink; returns 1 with *nwritten, *placed and
+ * *rc set if it served the call, 0 if the caller must take the Go path
+ * (with *placed set to the offset to write at when it is not the one
+ * asked: a failed append keeps the offset it reserved). */
+int colioi_fast_write(uint64_t tok, const void *buf, int64_t size, int64_t *offset,
+                      int64_t *nwritten, int64_t *placed) {
+  int64_t off = *offset;
+  if (tok == 0 || size <= 0 || !buf || (off != COLIO_APPEND && (off < 0 || off > INT64_MAX - size)) ||
+      (uint64_t)size > (uint64_t)(UINTPTR_MAX - (uintptr_t)buf) ||
+      size > atomic_load_explicit(&write_threshold, memory_order_relaxed))
+    return 0;
+  struct fast_entry *e = entry(tok, 0);
+  if (!e)
+    return 0;
+  atomic_fetch_add(&e->users, 1);
+  if (atomic_load(&e->token) != tok || e->next == NULL) {
+    atomic_fetch_sub(&e->users, 1);
+    return 0;
+  }
+  if (off == COLIO_APPEND) {
+    off = atomic_fetch_add(e->next, size);
+    if (off < 0 || off > INT64_MAX - size) { /* Go words the overflow */
+      atomic_fetch_sub(&e->users, 1);
+      *offset = off;
+      return 0;
+    }
+  }
+  int64_t now = atomic_fetch_add(&n_in_flight, 1) + 1;
+  int64_t peak = atomic_load(&n_peak);
+  while (now > peak && !atomic_compare_exchange_weak(&n_peak, &peak, now)) {
+  }
+  int64_t done = 0;
+  int failed = 0;
+  while (done < size) {
+    ssize_t w = pwrite(e->fd, (const char *)buf + done, (size_t)(size - done), (off_t)(off + done));
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      failed = 1;
+      break;
+    }
+    done += w;
+  }
+  if (!failed) {
+    int64_t end = off + done, cur = atomic_load(e->end);
+    while (end > cur && !atomic_compare_exchange_weak(e->end, &cur, end)) {
+    }
+  }
+  atomic_fetch_sub(&n_in_flight, 1);
+  atomic_fetch_sub(&e->users, 1);
+  if (failed) {
+    /* Go writes it again at the same offset: the sticky error, the
+     * message and the counters are its own. */
+    *offset = off;
+    return 0;
+  }
+  atomic_fetch_add(&n_wops, 1);
+  atomic_fetch_add(&n_wbytes, done);
+  *nwritten = done;
+  *placed = off;
   return 1;
 }

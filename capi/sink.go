@@ -1,6 +1,7 @@
 package main
 
 /*
+#include <stdlib.h>
 #include "colioi.h"
 */
 import "C"
@@ -19,13 +20,23 @@ import (
 // file opened with COLIO_SINK_APPEND, or a callback sink's append_start.
 type sizedSink struct {
 	sink.Sink
-	end atomic.Int64
+	end    *atomic.Int64 // endOwn, or the fast path's shared memory
+	endOwn atomic.Int64
+	shared unsafe.Pointer // a file sink's fastShared, freed with the sink
 }
 
 func newSizedSink(s sink.Sink) *sizedSink {
 	z := &sizedSink{Sink: s}
+	z.end = &z.endOwn
 	z.end.Store(s.AppendStart())
 	return z
+}
+
+// fastShared is what a file sink's two writers share (fastpath.c): the
+// append reservation and the highest end written, in C memory so that C
+// may keep pointers to them; Go updates them through the same atomics.
+type fastShared struct {
+	next, end atomic.Int64
 }
 
 func (z *sizedSink) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
@@ -49,6 +60,47 @@ func putSink(name string, s sink.Sink, out *C.uintptr_t) C.int {
 	if err != nil {
 		es.Close()
 		return invalid(name, "%v", err)
+	}
+	*out = C.uintptr_t(tok)
+	return C.COLIO_OK
+}
+
+// closeSink ends a sink whose handle was taken: the fast path's writers
+// leave before the descriptor can close (fastpath.c), then end (Close or
+// Abort) runs, then the memory they shared is freed (nothing can reach it
+// once the handle is gone and the sink closed).
+func closeSink(tok C.uintptr_t, es *engine.Sink, end func(*engine.Sink) error) error {
+	C.colioi_fast_unregister(C.uint64_t(tok))
+	err := end(es)
+	if z, ok := es.Underlying().(*sizedSink); ok && z.shared != nil {
+		C.free(z.shared)
+		z.shared = nil
+	}
+	return err
+}
+
+// putFileSink is putSink for a local file, whose small synchronous writes
+// colio_write and colio_write_ex then serve in C (fastpath.c).
+func putFileSink(name string, f *sink.File, out *C.uintptr_t) C.int {
+	z := newSizedSink(f)
+	es := engine.NewSink(z)
+	mem := C.calloc(1, C.size_t(unsafe.Sizeof(fastShared{})))
+	if mem != nil {
+		sh := (*fastShared)(mem)
+		es.ShareNext(&sh.next)
+		sh.end.Store(z.end.Load())
+		z.end, z.shared = &sh.end, mem
+	}
+	tok, err := handles.put(kindSink, es)
+	if err != nil {
+		es.Close()
+		C.free(mem)
+		return invalid(name, "%v", err)
+	}
+	if mem != nil {
+		sh := (*fastShared)(mem)
+		C.colioi_fast_register_sink(C.uint64_t(tok), C.int(f.Fd()),
+			(*C.int64_t)(unsafe.Pointer(&sh.next)), (*C.int64_t)(unsafe.Pointer(&sh.end)))
 	}
 	*out = C.uintptr_t(tok)
 	return C.COLIO_OK
@@ -93,7 +145,7 @@ func colioGoSinkOpenFile(path *C.char, flags C.int, out *C.uintptr_t) (rc C.int)
 	if err != nil {
 		return fail(name, err)
 	}
-	return putSink(name, f, out)
+	return putFileSink(name, f, out)
 }
 
 //export colioGoSinkFromMemory
@@ -174,7 +226,7 @@ func colioGoSinkFree(snk C.uintptr_t) (rc C.int) {
 	if err != nil {
 		return fail(name, err)
 	}
-	if err := obj.(*engine.Sink).Close(); err != nil {
+	if err := closeSink(snk, obj.(*engine.Sink), (*engine.Sink).Close); err != nil {
 		return fail(name, err)
 	}
 	return C.COLIO_OK

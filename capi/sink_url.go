@@ -100,7 +100,7 @@ func colioGoSinkAbort(snk C.uintptr_t) (rc C.int) {
 	if err != nil {
 		return fail(name, err)
 	}
-	if err := obj.(*engine.Sink).Abort(); err != nil {
+	if err := closeSink(snk, obj.(*engine.Sink), (*engine.Sink).Abort); err != nil {
 		return fail(name, err)
 	}
 	return C.COLIO_OK

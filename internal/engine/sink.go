@@ -20,7 +20,10 @@ type Sink struct {
 	traits sink.Traits
 	users  users
 	serial *serial
-	next   atomic.Int64
+	// next is the append reservation: nextOwn, or memory shared with C
+	// (ShareNext), where the C API's fast path reserves appends too.
+	next    *atomic.Int64
+	nextOwn atomic.Int64
 
 	errMu sync.Mutex
 	err   error
@@ -29,11 +32,20 @@ type Sink struct {
 // NewSink wraps s. The engine owns it from now on and closes it.
 func NewSink(s sink.Sink) *Sink {
 	k := &Sink{snk: s, traits: s.Traits()}
+	k.next = &k.nextOwn
 	k.next.Store(s.AppendStart())
 	if !k.traits.Concurrent {
 		k.serial = &serial{}
 	}
 	return k
+}
+
+// ShareNext moves the append reservation to p (memory outside Go's heap
+// that another writer updates atomically too), carrying over where it
+// stands. It must be called before the sink is shared.
+func (k *Sink) ShareNext(p *atomic.Int64) {
+	p.Store(k.next.Load())
+	k.next = p
 }
 
 // Underlying returns the wrapped sink.

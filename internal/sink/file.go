@@ -110,6 +110,10 @@ func (f *File) Flush(_ context.Context, fsync bool) error {
 func (f *File) AppendStart() int64 { return f.start }
 func (f *File) Traits() Traits     { return Traits{Fast: true, Concurrent: true} }
 
+// Fd is the file's descriptor, for the C API's fast path (capi/fastpath.c),
+// which the engine unregisters before Close.
+func (f *File) Fd() int { return f.fd }
+
 func (f *File) Close() error {
 	if err := unix.Close(f.fd); err != nil {
 		return errs.Wrap(errs.IO, err, "colio: close %q", f.path)

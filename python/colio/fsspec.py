@@ -176,6 +176,15 @@ class ColioFileSystem(ChainedFileSystem):
     # -- reads ----------------------------------------------------------------
 
     def cat_file(self, path, start=None, end=None, **kwargs):
+        if start in (None, 0) and end is None:
+            # A whole file (zarr reads each chunk so) as an open reads it:
+            # one GET where it fits the prefetch, not a HEAD to open a
+            # source and then a GET.
+            e, release = read_entry(self, self._path(path))
+            try:
+                return e.src.read(0, None)
+            finally:
+                release(e)
         return self.cat_ranges([path], [start], [end], on_error="raise")[0]
 
     def cat_ranges(self, paths, starts, ends, max_gap=None, on_error="return", **kwargs):

@@ -57,3 +57,24 @@ def test_missing_and_switched_off(server, ref, monkeypatch, enabled):
     with fs.open(server.url + "/s2.bin", "rb") as f:
         assert f.read() == ref[:5000]
     assert server.heads == (0 if enabled else 1)
+
+
+def test_cat_file_of_a_whole_small_file_is_one_get(server, ref):
+    """zarr's FsspecStore reads each chunk with cat_file(key): one GET, as
+    an open of the same file, not a HEAD (a source) and then a GET."""
+    for i in range(5):
+        server.files[f"/k{i}"] = ref[i * 1000:i * 1000 + 700 + i]
+    fs = _fs()
+    server.reset()
+    for i in range(5):
+        assert fs.cat_file(server.url + f"/k{i}") == ref[i * 1000:i * 1000 + 700 + i]
+    assert server.heads == 0
+    assert server.range_requests + server.full_requests == 5
+    server.files["/empty"] = b""
+    assert fs.cat_file(server.url + "/empty") == b""
+    with pytest.raises(FileNotFoundError):
+        fs.cat_file(server.url + "/nothing.bin")
+    # ranges and larger files as before: exact bytes
+    assert fs.cat_file(server.url + "/ref.bin", 5, 50) == ref[5:50]
+    assert fs.cat_file(server.url + "/ref.bin") == ref
+    assert fs.cat_file(server.url + "/k3", 0) == ref[3000:3703]

@@ -164,7 +164,8 @@ int colioi_fast_read(uint64_t tok, void *buf, int64_t size, int64_t offset, int6
   if (!e)
     return 0;
   atomic_fetch_add(&e->users, 1);
-  if (atomic_load(&e->token) != tok) {
+  /* e->next is set for a sink: its token passed as a source, Go says so */
+  if (atomic_load(&e->token) != tok || e->next != NULL) {
     atomic_fetch_sub(&e->users, 1);
     return 0;
   }

@@ -13,7 +13,10 @@
  * - a sink freed while threads write to it never writes after the free:
  *   a file opened right after (which takes the same descriptor number)
  *   stays empty;
- * - the writes are counted in colio_stats.
+ * - the writes are counted in colio_stats;
+ * - a file sink's handle passed to colio_read, or a file source's to
+ *   colio_write, is refused as the wrong kind of handle (both are
+ *   registered with the fast paths).
  */
 #include "harness.h"
 
@@ -251,8 +254,30 @@ static void free_under_writers(void) {
   }
 }
 
+static void wrong_kind(void) {
+  char *path = temp_path("fastwrite-kind");
+  colio_sink *s;
+  OK(colio_sink_open_file(path, COLIO_SINK_CREATE | COLIO_SINK_TRUNCATE, &s));
+  unsigned char buf[64] = {0};
+  int64_t n = 0, at = 0;
+  OK(colio_write(s, buf, sizeof buf, 0, &n));
+  colio_source *src;
+  OK(colio_source_open_file(path, &src));
+  CHECK_ERR(colio_read((colio_source *)(void *)s, buf, 16, 0, &n), COLIO_EINVAL,
+            "colio_sink* handle");
+  CHECK_ERR(colio_write((colio_sink *)(void *)src, buf, 16, 0, &n), COLIO_EINVAL,
+            "colio_source* handle");
+  CHECK_ERR(colio_write_ex((colio_sink *)(void *)src, buf, 16, COLIO_APPEND, &n, &at),
+            COLIO_EINVAL, "colio_source* handle");
+  OK(colio_source_free(src));
+  OK(colio_sink_free(s));
+  unlink(path);
+  free(path);
+}
+
 int main(void) {
   watchdog(120);
+  wrong_kind();
   concurrent_appends();
   explicit_offsets();
   failing_writes();

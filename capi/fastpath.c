@@ -135,6 +135,29 @@ void colioi_fast_stats(colio_counters *c) {
     c->peak_in_flight = peak; /* the two paths' peaks are kept apart */
 }
 
+/* The registered entry of tok with this caller counted in its users, or
+ * NULL (not registered, or being unregistered): see the comment at the top. */
+static struct fast_entry *hold(uint64_t tok) {
+  struct fast_entry *e = entry(tok, 0);
+  if (!e)
+    return NULL;
+  atomic_fetch_add(&e->users, 1);
+  if (atomic_load(&e->token) != tok) {
+    atomic_fetch_sub(&e->users, 1);
+    return NULL;
+  }
+  return e;
+}
+
+static void store_max(_Atomic int64_t *p, int64_t v) {
+  int64_t cur = atomic_load(p);
+  while (v > cur && !atomic_compare_exchange_weak(p, &cur, v)) {
+  }
+}
+
+/* The counters of one call in progress (colio_stats' in_flight and peak). */
+static void flight_begin(void) { store_max(&n_peak, atomic_fetch_add(&n_in_flight, 1) + 1); }
+
 static int io_error(int err, int64_t offset) {
   int code = COLIO_EIO;
   if (err == EISDIR || err == EINVAL || err == EBADF)
@@ -160,19 +183,14 @@ int colioi_fast_read(uint64_t tok, void *buf, int64_t size, int64_t offset, int6
       (uint64_t)size > (uint64_t)(UINTPTR_MAX - (uintptr_t)buf) ||
       size > atomic_load_explicit(&threshold, memory_order_relaxed))
     return 0;
-  struct fast_entry *e = entry(tok, 0);
+  struct fast_entry *e = hold(tok);
   if (!e)
     return 0;
-  atomic_fetch_add(&e->users, 1);
-  /* e->next is set for a sink: its token passed as a source, Go says so */
-  if (atomic_load(&e->token) != tok || e->next != NULL) {
+  if (e->next != NULL) { /* a sink's token passed as a source: Go says so */
     atomic_fetch_sub(&e->users, 1);
     return 0;
   }
-  int64_t now = atomic_fetch_add(&n_in_flight, 1) + 1;
-  int64_t peak = atomic_load(&n_peak);
-  while (now > peak && !atomic_compare_exchange_weak(&n_peak, &peak, now)) {
-  }
+  flight_begin();
   int64_t done = 0;
   int err = 0, past_end = 0;
   if (e->fd < 0) { /* memory */
@@ -241,11 +259,10 @@ int colioi_fast_write(uint64_t tok, const void *buf, int64_t size, int64_t *offs
       (uint64_t)size > (uint64_t)(UINTPTR_MAX - (uintptr_t)buf) ||
       size > atomic_load_explicit(&write_threshold, memory_order_relaxed))
     return 0;
-  struct fast_entry *e = entry(tok, 0);
+  struct fast_entry *e = hold(tok);
   if (!e)
     return 0;
-  atomic_fetch_add(&e->users, 1);
-  if (atomic_load(&e->token) != tok || e->next == NULL) {
+  if (e->next == NULL) { /* a source's token passed as a sink: Go says so */
     atomic_fetch_sub(&e->users, 1);
     return 0;
   }
@@ -257,10 +274,7 @@ int colioi_fast_write(uint64_t tok, const void *buf, int64_t size, int64_t *offs
       return 0;
     }
   }
-  int64_t now = atomic_fetch_add(&n_in_flight, 1) + 1;
-  int64_t peak = atomic_load(&n_peak);
-  while (now > peak && !atomic_compare_exchange_weak(&n_peak, &peak, now)) {
-  }
+  flight_begin();
   int64_t done = 0;
   int failed = 0;
   while (done < size) {
@@ -273,11 +287,8 @@ int colioi_fast_write(uint64_t tok, const void *buf, int64_t size, int64_t *offs
     }
     done += w;
   }
-  if (!failed) {
-    int64_t end = off + done, cur = atomic_load(e->end);
-    while (end > cur && !atomic_compare_exchange_weak(e->end, &cur, end)) {
-    }
-  }
+  if (!failed)
+    store_max(e->end, off + done);
   atomic_fetch_sub(&n_in_flight, 1);
   atomic_fetch_sub(&e->users, 1);
   if (failed) {

@@ -16,8 +16,8 @@ what Python does around the call shows. These helpers keep it to the call:
 Where the interpreter allows, the calls skip ctypes altogether: native()
 is the module colio._native, builtin functions in the loaded library
 itself (capi/pyfast.c) that take the buffer, ints and range list as they
-are. ctypes turned four ints into C objects and back for 1.4 us a call;
-the builtin call costs about what os.preadv's does. COLIO_NATIVE=0 turns
+are. A 4 KiB read_into took 2.5 us through ctypes and takes 0.47 us
+through the builtin, about what os.preadv costs. COLIO_NATIVE=0 turns
 it off (the ctypes paths then serve every call, as in a Python where it
 does not load).
 """
@@ -113,8 +113,6 @@ def write(h, addr: int, n: int, offset: int):
     t.h.value, t.a.value, t.n.value, t.o.value = h, addr, n, offset
     rc = t.write(t.h, t.a, t.n, t.o, t.ref, t.at_ref)
     return rc, t.out.value, t.at.value
-
-
 
 
 N = None        # colio._native once loaded (the hot paths read it directly)

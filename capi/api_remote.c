@@ -17,3 +17,10 @@ int colio_source_open_url(const char *url, const char *const *options, colio_sou
     *out = (colio_source *)tok;
   return rc;
 }
+
+int colio_source_etag(colio_source *src, char *buf, size_t size, size_t *len) {
+  COLIOI_ENTER("colio_source_etag");
+  if (len)
+    *len = 0;
+  return colioGoSourceETag((uintptr_t)src, buf, size, len);
+}

@@ -102,3 +102,33 @@ func syncAWSEnv() {
 		}
 	}
 }
+
+// colioGoSourceETag copies the ETag of a URL source's object (remote.Source.ETag)
+// into buf as a NUL-terminated string; other sources have none ("").
+//
+//export colioGoSourceETag
+func colioGoSourceETag(src C.uintptr_t, buf *C.char, size C.size_t, n *C.size_t) (rc C.int) {
+	const name = "colio_source_etag"
+	defer recoverInto(name, &rc)
+	_, s, rc := sourceOf(name, src)
+	if rc != C.COLIO_OK {
+		return rc
+	}
+	etag := ""
+	if r, ok := s.Underlying().(interface{ ETag() string }); ok {
+		etag = r.ETag()
+	}
+	if n != nil {
+		*n = C.size_t(len(etag))
+	}
+	if buf == nil && size == 0 { // a query of the length
+		return C.COLIO_OK
+	}
+	if buf == nil || uint64(size) <= uint64(len(etag)) {
+		return invalid(name, "the ETag needs %d bytes with its NUL, the buffer has %d", len(etag)+1, uint64(size))
+	}
+	out := unsafe.Slice((*byte)(unsafe.Pointer(buf)), len(etag)+1)
+	copy(out, etag)
+	out[len(etag)] = 0
+	return C.COLIO_OK
+}

@@ -314,6 +314,10 @@ int colio_work_wait(int64_t timeout_ns);
  *   ca_bundle=PATH         PEM roots added to the system's (COLIO_CA_BUNDLE, else
  *                          AWS_CA_BUNDLE; SSL_CERT_FILE replaces the system roots)
  *   size=BYTES             the object's size, if known: no request at open
+ *   etag=VALUE             the ETag the object must have (colio_source_etag of an
+ *                          earlier open): the open, and every GET (If-Match), fail
+ *                          with COLIO_EIO, errno ESTALE, for another version; with
+ *                          size= the open makes no request
  *   prefetch=BYTES         the open is a GET of the first BYTES instead of a HEAD
  *                          (COLIO_REMOTE_PREFETCH, default 0 = HEAD, at most 1 GiB): the
  *                          size and validators come from its answer, its body is kept
@@ -347,6 +351,16 @@ int colio_source_open_url(const char *url, const char *const *options, colio_sou
 
 /* The source's current size in bytes. */
 int colio_source_size(colio_source *src, int64_t *out);
+
+/* The ETag of a URL source's object as the server sent it (quotes, and W/
+ * for a weak one, included), from the open or the first answer: copied to
+ * buf with its NUL when size is larger than its length, else COLIO_EINVAL.
+ * *len (may be NULL) receives the length without the NUL; buf NULL with
+ * size 0 asks for the length only. Other sources, and an object sent
+ * without an ETag, have "". Reading the object again later with the
+ * options etag= and size= makes no request at open and never reads
+ * another version. */
+int colio_source_etag(colio_source *src, char *buf, size_t size, size_t *len);
 
 /* Frees the source. Reads that have not started fail with COLIO_ECLOSED;
  * running ones finish first. Accepts NULL. */

@@ -42,9 +42,10 @@ type Options struct {
 	IdleTimeout      time.Duration
 	RequestTimeout   time.Duration
 	CABundle         string
-	Size             int64 // -1: ask the server
-	Prefetch         int64 // > 0: the open GETs and keeps this many first bytes (prefetch.go)
-	PrefetchTail     int64 // > 0: the open GETs and keeps this many last bytes (prefetch.go)
+	Size             int64  // -1: ask the server
+	ETag             string // "": none expected; else the object must have this ETag (open and every GET)
+	Prefetch         int64  // > 0: the open GETs and keeps this many first bytes (prefetch.go)
+	PrefetchTail     int64  // > 0: the open GETs and keeps this many last bytes (prefetch.go)
 	Header           http.Header
 
 	// S3 only.
@@ -109,6 +110,13 @@ var options = map[string]option{
 		n, err := intIn(v, 0, math.MaxInt64)
 		o.Size = n
 		return err
+	}},
+	"etag": {set: func(o *Options, v string) error {
+		if v == "" {
+			return fmt.Errorf("an empty ETag")
+		}
+		o.ETag = v
+		return nil
 	}},
 	"key":     {s3: true, set: func(o *Options, v string) error { o.Key = v; return nil }},
 	"secret":  {s3: true, set: func(o *Options, v string) error { o.Secret = v; return nil }},

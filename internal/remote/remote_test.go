@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,6 +28,7 @@ const objSize = 1 << 20
 type fixture struct {
 	srv  *remotetest.Server
 	data []byte // the object's bytes, written by the test (the reference)
+	dir  string // what the server serves
 }
 
 func start(t *testing.T, opt remotetest.Options) *fixture {
@@ -46,7 +48,7 @@ func start(t *testing.T, opt remotetest.Options) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return &fixture{srv: s, data: data}
+	return &fixture{srv: s, data: data, dir: dir}
 }
 
 // open opens path on the fixture's server with kvs.
@@ -442,5 +444,60 @@ func TestRedactURL(t *testing.T) {
 	}
 	if !strings.Contains(got, "versionId=3") || !strings.Contains(got, "h.example/a/b") {
 		t.Fatalf("%q lost the object's name", got)
+	}
+}
+
+// etag= with size= opens without a request and reads only the version
+// whose ETag it names: a rewritten object fails with ESTALE, never with
+// the new bytes. Without size= the open checks the ETag itself.
+func TestExpectedETag(t *testing.T) {
+	f := start(t, remotetest.Options{})
+	first, err := f.open(t, "/bkt/obj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	etag := first.ETag()
+	if etag == "" || strings.HasPrefix(etag, "W/") {
+		t.Fatalf("ETag %q at open, want the server's strong one", etag)
+	}
+	before := f.srv.Stats().Requests
+	src, err := f.open(t, "/bkt/obj", "size="+strconv.Itoa(objSize), "etag="+etag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := f.srv.Stats().Requests - before; n != 0 {
+		t.Fatalf("%d requests at open with size= and etag=, want 0", n)
+	}
+	got, err := readAll(t, src, 4096, 1000)
+	if err != nil || !bytes.Equal(got, f.data[4096:5096]) {
+		t.Fatalf("read with the expected ETag: %d bytes, %v", len(got), err)
+	}
+	if src.ETag() != etag {
+		t.Fatalf("ETag %q after the read, want %q", src.ETag(), etag)
+	}
+	// Another ETag than the object's: If-Match refuses the GET.
+	stale, err := f.open(t, "/bkt/obj", "size="+strconv.Itoa(objSize), `etag="other"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = readAll(t, stale, 0, 100)
+	wantErr(t, err, errs.IO, syscall.ESTALE, "changed since open")
+	// The open checks it when it asks the server (HEAD, prefetch_tail).
+	_, err = f.open(t, "/bkt/obj", `etag="other"`)
+	wantErr(t, err, errs.IO, syscall.ESTALE, "changed since open", `"other"`)
+	_, err = f.open(t, "/bkt/obj", `etag="other"`, "prefetch_tail=4096")
+	wantErr(t, err, errs.IO, syscall.ESTALE, "changed since open")
+	// The object rewritten (another size, so another ETag): the source
+	// opened with the old ETag reads nothing of the new version.
+	if err := os.WriteFile(filepath.Join(f.dir, "bkt", "obj"), f.data[:objSize/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err = readAll(t, src, 0, 100)
+	wantErr(t, err, errs.IO, syscall.ESTALE, "changed since open")
+	if len(got) != 0 {
+		t.Fatalf("%d bytes of the rewritten object handed out", len(got))
+	}
+	if _, err := ParseOptions([]string{"etag="}, func(string) (string, bool) { return "", false }); err == nil {
+		t.Fatal("etag= with no value was accepted")
 	}
 }

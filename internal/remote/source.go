@@ -47,7 +47,10 @@ func Open(ctx context.Context, rawURL string, o Options) (*Source, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	s := &Source{opt: o, size: o.Size}
+	// An expected ETag (a cached footer's object, say) is the validator
+	// from the start: with size= no request is made at open, and every
+	// GET carries it as If-Match.
+	s := &Source{opt: o, size: o.Size, etag: o.ETag}
 	s.root, s.abort = context.WithCancelCause(context.Background())
 	t, err := transportFor(o)
 	if err != nil {
@@ -85,8 +88,24 @@ func Open(ctx context.Context, rawURL string, o Options) (*Source, error) {
 		if err := open(ctx); err != nil {
 			return nil, err
 		}
+		if o.ETag != "" && s.ETag() != o.ETag {
+			// The HEAD sends no precondition, and a server may ignore one.
+			return nil, classify("HEAD "+s.shown, 1, &changedError{"ETag " + clip(o.ETag, 80) +
+				" expected, " + clip(s.ETag(), 80) + " now"})
+		}
 	}
 	return s, nil
+}
+
+// ETag is the object's ETag as the server sent it ("W/" included for a
+// weak one), from the open or the first answer; "" when it sent none.
+// A caller that keeps what it read of the object (a Parquet footer) can
+// open it again later with etag= and size=: no request at open, and any
+// read of another version fails with ESTALE.
+func (s *Source) ETag() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.etag
 }
 
 // URL is the source's URL as messages show it.

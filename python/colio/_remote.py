@@ -25,6 +25,8 @@ storage option                                   contract key (colio.h)
 ``connect_timeout``, ``first_byte_timeout``,     the same (seconds)
 ``idle_timeout``, ``request_timeout``
 ``ca_bundle``                                    the same (a PEM path)
+``etag``                                         the same (``Source.etag`` of an
+                                                 earlier open)
 ===============================================  ==============================
 
 A ``None`` value (s3fs's default for ``key=None``) is no option at all.
@@ -212,7 +214,7 @@ def translate(url: str, storage_options: dict) -> "list[tuple[str, str]]":
             f = _flag(name, v)
             if f == "1" or name == "path_style":  # anon=0 is the default; say nothing
                 out.append((name, f))
-        elif name in _S3_STRINGS or name == "ca_bundle":
+        elif name in _S3_STRINGS or name in ("ca_bundle", "etag"):
             out.append((name, _string(name, v)))
         elif name == "client_kwargs" and s3:
             _client_kwargs(v, out)

@@ -7,7 +7,7 @@ import errno as _errno
 import os
 import _thread
 import _weakref  # not weakref: its import costs 2 ms of the first read
-from ctypes import addressof, byref, c_char, c_int64, c_void_p
+from ctypes import addressof, byref, c_char, c_int64, c_size_t, c_void_p
 
 from . import _fastcall as _fast
 from . import _lib
@@ -489,6 +489,23 @@ class RemoteSource(Source):
     def url(self) -> str:
         """The URL, without password or query values."""
         return self.name
+
+    @property
+    def etag(self) -> str:
+        """The object's ETag as the server sent it (``W/`` included for a
+        weak one), from the open or the first answer; "" without one. Open
+        it again with ``etag=`` (and ``size=``: no request at open) and no
+        read returns another version's bytes: they fail with ESTALE."""
+        L = lib()
+        n = c_size_t()
+        buf = ctypes.create_string_buffer(256)
+        while True:
+            rc = L.colio_source_etag(self._h(), buf, len(buf), byref(n))
+            if rc == 0:
+                return buf.value.decode("latin-1")
+            if n.value < len(buf):
+                raise last_error(rc)
+            buf = ctypes.create_string_buffer(n.value + 1)
 
     @property
     def storage_options(self) -> dict:

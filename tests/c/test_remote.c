@@ -204,6 +204,42 @@ static void check_fetch(const char *dir) {
   unlink(empty_path);
 }
 
+/* colio_source_etag: the length alone, a buffer too small, the value; the
+ * object opened again with it and size= reads the same bytes, and with
+ * another ETag fails with ESTALE; a file source has none. */
+static void check_etag(colio_source *src) {
+  size_t n = 99;
+  OK(colio_source_etag(src, NULL, 0, &n));
+  CHECK(n > 2);
+  char small[2];
+  CHECK_ERR(colio_source_etag(src, small, sizeof small, &n), COLIO_EINVAL, "needs");
+  char etag[256];
+  OK(colio_source_etag(src, etag, sizeof etag, NULL));
+  CHECK(strlen(etag) == n && etag[0] == '"');
+  char eopt[300], sopt[64];
+  snprintf(eopt, sizeof eopt, "etag=%s", etag);
+  snprintf(sopt, sizeof sopt, "size=%d", OBJ_SIZE);
+  const char *again[] = {eopt, sopt, NULL};
+  colio_source *same = NULL;
+  OK(colio_source_open_url(url("/bkt/obj"), again, &same));
+  unsigned char buf[4096];
+  int64_t got = 0;
+  OK(colio_read(same, buf, sizeof buf, 1000, &got));
+  CHECK(got == (int64_t)sizeof buf && memcmp(buf, expect + 1000, sizeof buf) == 0);
+  OK(colio_source_free(same));
+  const char *other[] = {"etag=\"not-it\"", sopt, NULL};
+  OK(colio_source_open_url(url("/bkt/obj"), other, &same));
+  CHECK_ERR(colio_read(same, buf, sizeof buf, 0, &got), COLIO_EIO, "changed since open");
+  CHECK(colio_last_errno() == ESTALE);
+  OK(colio_source_free(same));
+  colio_source *file = NULL;
+  OK(colio_source_open_file("/proc/self/exe", &file));
+  n = 7;
+  OK(colio_source_etag(file, etag, sizeof etag, &n));
+  CHECK(n == 0 && etag[0] == 0);
+  OK(colio_source_free(file));
+}
+
 int main(void) {
   watchdog(120);
   /* The served directory: bkt/obj is the pattern. */
@@ -225,6 +261,7 @@ int main(void) {
   OK(colio_source_open_url(url("/bkt/obj"), split, &src));
   if (src) {
     check_reads(src);
+    check_etag(src);
     OK(colio_source_free(src));
   }
 

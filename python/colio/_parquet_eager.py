@@ -233,18 +233,22 @@ class Fetch:
 
 
 def read(src, size, tail_off, tail, md, need, row_groups, filters, columns, hole, cap,
-         window=None):
+         window=None, validate=None):
     """The table of ``row_groups`` (None: all, in order) and ``need``
     (top-level names, or None: all) of the file, filtered by ``filters``
-    (an expression, or None) and then cut down to ``columns``."""
+    (an expression, or None) and then cut down to ``columns``.
+    ``validate(src, size)`` is called when there is nothing to fetch (the
+    footer came from colio._parquet_footers and must be checked)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     rgs = _row_groups(md, row_groups)
     if filters is not None and rgs:
         rgs = _prune(_footer_only(tail_off, tail, size), rgs, filters)
     leaves = [i for i in range(md.num_columns) if _selected(md.schema.column(i).path, need)]
-    fetch = Fetch(src, size, tail_off, tail, plan(md, leaves, rgs, tail_off, hole, cap),
-                  WINDOW if window is None else window)
+    reads = plan(md, leaves, rgs, tail_off, hole, cap)
+    if validate is not None and not any(reads.values()):
+        validate(src, size)
+    fetch = Fetch(src, size, tail_off, tail, reads, WINDOW if window is None else window)
     mem = fetch.mem
     try:
         return _decoded(lambda: pq.ParquetFile(pa.BufferReader(mem), metadata=md,

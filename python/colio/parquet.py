@@ -41,6 +41,13 @@ the engine's planner; for them this module merges the ranges itself with a
 another request costs little) before reading. With a native source
 (``colio.source(url)``), the engine does it with the hole it measured.
 
+A remote object read once is read again in one round trip: its footer is
+kept (colio._parquet_footers, by URL, options and the object's strong
+ETag), and the next ``open`` or ``read_table`` of it opens the object with
+``size=`` and ``etag=`` (no request) and fetches the chunks at once, each
+GET carrying ``If-Match``; a changed object (ESTALE) drops the footer and
+is read afresh.
+
 ``read_table`` does not go through that file object: it fetches into one
 buffer that pyarrow reads directly, and decodes each row group as soon as
 its bytes are in while later ones are still arriving (colio._parquet_eager).
@@ -49,6 +56,7 @@ its bytes are in while later ones are still arriving (colio._parquet_eager).
 from __future__ import annotations
 
 import bisect
+import errno
 import io
 import os
 
@@ -304,11 +312,7 @@ def open(where, columns=None, row_groups=None, **storage_options) -> PrefetchedF
     reader; its ``metadata`` is the parsed footer (pass it on:
     ``pq.ParquetFile(f, metadata=f.metadata)``). Closing it closes the
     source if it opened one."""
-    src, owned = _open_source(where, storage_options)
-    try:
-        size = src.size
-        tail_off, tail = _tail(src, size, _name(where))
-        md = _parse(tail)
+    def read(src, owned, size, tail_off, tail, md, kept):
         ranges = column_ranges(md, columns, row_groups, size)
         # What the tail holds is not asked for again. Gaps up to Arrow's
         # pre_buffer hole are fetched too: pyarrow asks for them (its
@@ -317,13 +321,12 @@ def open(where, columns=None, row_groups=None, **storage_options) -> PrefetchedF
         loop = getattr(src, "_loop", None) is not None
         ranges = _merge(ranges, LOOP_HOLE if loop else ARROW_HOLE, LOOP_MAX if loop else 1 << 62)
         blocks = list(zip((o for o, _ in ranges), src.read_ranges(ranges))) if ranges else []
+        if kept and not ranges:
+            _validate(src, size)
         blocks.append((tail_off, tail))
         name = os.fsdecode(where) if isinstance(where, (str, bytes, os.PathLike)) else repr(where)
         return PrefetchedFile(src, size, blocks, md, owned, name)
-    except BaseException:
-        if owned:
-            src.close()
-        raise
+    return _with_footer(where, storage_options, read, hand_over=True)
 
 
 def read_table(where, columns=None, filters=None, row_groups=None, **storage_options):
@@ -352,26 +355,104 @@ def read_table(where, columns=None, filters=None, row_groups=None, **storage_opt
     if _is_local_path(where, storage_options) and (hole, cap) == (None, None):
         # No latency to hide: pyarrow decodes from a memory map of the file.
         return _parquet_eager.read_local(os.fspath(where), need, row_groups, expr, columns)
-    src, owned = _open_source(where, storage_options)
-    try:
-        if (hole, cap) != (None, None) and not owned:
-            raise TypeError("colio.parquet: coalesce_hole and coalesce_max apply to paths "
-                            "and URLs; call set_coalesce on an open colio.Source")
+    if (hole, cap) != (None, None) and not isinstance(where, (str, bytes, os.PathLike)):
+        raise TypeError("colio.parquet: coalesce_hole and coalesce_max apply to paths "
+                        "and URLs; call set_coalesce on an open colio.Source")
+
+    def read(src, owned, size, tail_off, tail, md, kept):
+        h, c = hole, cap
         if getattr(src, "_loop", None) is not None:  # merged here, not by the engine
-            hole = LOOP_HOLE if hole is None else hole
-            cap = LOOP_MAX if cap is None else cap
+            h = LOOP_HOLE if h is None else h
+            c = LOOP_MAX if c is None else c
         else:
-            if (hole, cap) != (None, None):
-                src.set_coalesce(hole, cap)
-            hole, cap = src.coalescing
+            if (h, c) != (None, None):
+                src.set_coalesce(h, c)
+            h, c = src.coalescing
+        return _parquet_eager.read(src, size, tail_off, tail, md, need, row_groups, expr,
+                                   columns, h, c, validate=_validate if kept else None)
+    return _with_footer(where, storage_options, read, measured=(hole, cap) == (None, None))
+
+
+def _with_footer(where, storage_options, read, measured=True, hand_over=False):
+    """read(src, owned, size, tail_off, tail, md, kept) for the Parquet file at
+    where: the source open (owned: by this call, not the caller), the
+    file's size, its tail (at least the footer) from tail_off, and the
+    parsed footer. A remote object read before comes with its kept footer
+    (colio._parquet_footers): opened with its size and ETag, no request
+    before the chunks; if it changed since (ESTALE), the footer is dropped
+    and read again. A read of a kept footer (``kept``) that fetches
+    nothing calls _validate: its chunk reads are what would tell a changed
+    object. An object the open read whole (no larger than its tail) is not
+    kept: reading it again is one request either way. The source is closed at the end if owned, or with
+    ``hand_over`` only on an error (the result holds it then).
+    ``measured``: the source's merge rule is its own (no caller's), and
+    the next read of the object starts from it."""
+    from . import _open
+    from . import _parquet_footers as footers
+    k = _footer_key(where, storage_options)
+    kept = footers.get(k)
+    if kept is not None:
+        src = _open.source(where, **storage_options, size=kept.size, etag=kept.etag)
+        ok = False
+        try:
+            if kept.hole is not None:
+                # A fresh source has measured nothing: the last one's hole.
+                src.set_coalesce(*kept.hole)
+            out = read(src, True, kept.size, kept.tail_off, kept.tail, kept.md, True)
+            ok = True
+            return out
+        except OSError as e:
+            if e.errno != errno.ESTALE:
+                raise
+            footers.drop(k, kept)
+        finally:
+            if not (ok and hand_over):
+                src.close()
+    src, owned = _open_source(where, storage_options)
+    ok = False
+    try:
         size = src.size
         tail_off, tail = _tail(src, size, _name(where))
         md = _parse(tail)
-        return _parquet_eager.read(src, size, tail_off, tail, md, need, row_groups, expr,
-                                   columns, hole, cap)
+        etag = getattr(src, "etag", "") if k is not None else ""
+        footer = None
+        if tail_off > 0 and footers.keepable(etag):
+            need = int.from_bytes(tail[-8:-4], "little") + 8
+            footer = footers.Footer(size, etag, size - need, bytes(tail[-need:]), md)
+        try:
+            out = read(src, owned, size, tail_off, tail, md, False)
+        finally:
+            if footer is not None:
+                if measured:
+                    footer.hole = src.coalescing
+                footers.put(k, footer)
+        ok = True
+        return out
     finally:
-        if owned:
+        if owned and not (ok and hand_over):
             src.close()
+
+
+def _validate(src, size):
+    """Raises ESTALE if src's object is not the version its ETag names (a
+    read of its last byte carries If-Match): for a read whose kept footer
+    is all it needs."""
+    src.read(size - 1, 1)
+
+
+def _footer_key(where, storage_options):
+    """The kept-footer key of a remote URL opened by colio, or None (local
+    paths and Sources passed in are not kept, nor a caller's own size,
+    ETag or prefetch)."""
+    from . import _parquet_footers as footers
+    from . import _remote
+    if not isinstance(where, (str, bytes, os.PathLike)):
+        return None
+    url = os.fsdecode(where)
+    if (_remote.scheme_of(url) not in _remote.SCHEMES or storage_options.get("backend") == "fsspec"
+            or {"size", "etag", "prefetch", "prefetch_tail"} & set(storage_options)):
+        return None
+    return footers.key(url, storage_options)
 
 
 def _read_through_file(where, columns, filters, row_groups, storage_options):

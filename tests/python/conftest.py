@@ -74,6 +74,11 @@ class RangeServer(ThreadingHTTPServer):
             self.head_delay = 0.0  # seconds before each HEAD answer
             self.heads_in_flight = 0
             self.peak_heads_in_flight = 0
+            # ETags: None sends none, "strong" or "weak" one from the bytes'
+            # hash; honor_if_match answers 412 to an If-Match of another.
+            self.etag = None
+            self.honor_if_match = True
+            self.refused = 0  # 412s sent
 
     @property
     def url(self):
@@ -89,6 +94,33 @@ class _Handler(BaseHTTPRequestHandler):
     def _file(self):
         return self.server.files.get(self.path.split("?", 1)[0])
 
+    def _validators(self, data):
+        """Sends the ETag the server's mode asks for; False (412 sent) when
+        the request's If-Match names another."""
+        srv = self.server
+        if srv.etag is None:
+            return True
+        import hashlib
+        tag = '"%s"' % hashlib.sha1(data).hexdigest()[:16]
+        if srv.etag == "weak":
+            tag = "W/" + tag
+        im = self.headers.get("If-Match")
+        if im is not None and srv.honor_if_match and (srv.etag == "weak" or im != tag):
+            with srv.lock:
+                srv.refused += 1
+            self.send_response(412)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return False
+        self._etag = tag
+        return True
+
+    def send_header(self, keyword, value):
+        super().send_header(keyword, value)
+        if keyword == "Content-Length" and getattr(self, "_etag", None):
+            super().send_header("ETag", self._etag)
+            self._etag = None
+
     def do_HEAD(self):
         srv = self.server
         with srv.lock:
@@ -103,6 +135,8 @@ class _Handler(BaseHTTPRequestHandler):
         data = self._file()
         if data is None:
             self.send_error(404)
+            return
+        if not self._validators(data):
             return
         self.send_response(200)
         self.send_header("Content-Length", str(len(data)))
@@ -121,6 +155,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if srv.delay:
                 time.sleep(srv.delay)
+            if not self._validators(data):
+                return
             rng = self.headers.get("Range")
             ignore = self.path.startswith("/norange/")
             if rng and not ignore:

@@ -262,3 +262,59 @@ def test_a_local_file_read_again_keeps_its_map_until_it_changes(tmp_path, monkey
     assert cpq.read_table(p).equals(pq.read_table(p))
     assert cpq.read_table(p).column("id").to_pylist() == [5, 6, 7]
     assert len(maps) == 3
+
+
+def _lazyfree_kb(m) -> int:
+    """LazyFree of mapping m in /proc/self/smaps: its pages given back
+    with MADV_FREE and not written since."""
+    import ctypes
+    c = ctypes.c_char.from_buffer(m)
+    addr = ctypes.addressof(c)
+    del c
+    inside, kb = False, 0
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split()[0]
+            if "-" in head and all(ch in "0123456789abcdef-" for ch in head):
+                lo, hi = (int(x, 16) for x in head.split("-"))
+                inside = lo <= addr < hi
+            elif inside and head == "LazyFree:":
+                kb += int(line.split()[1])
+    return kb
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs /proc/self/smaps")
+def test_the_kept_mapping_stays_backed_between_reads_and_is_freed_when_idle(tmp_path,
+                                                                           monkeypatch):
+    """Reads in a row find the kept mapping's pages as they left them (a
+    MADV_FREE after each read made the next one fault them in again); once
+    idle for IDLE_FREE they are given back, and the next read takes the
+    mapping again and reads right. (A file of some MB: the kernel gives
+    back only pages on its LRU lists, which a few just-touched ones are
+    not yet.)"""
+    import mmap
+    if not hasattr(mmap, "MADV_FREE"):
+        pytest.skip("no MADV_FREE")
+    monkeypatch.setattr(eager, "IDLE_FREE", 0.3)
+    path = str(tmp_path / "big.parquet")
+    pq.write_table(pa.table({"a": pa.array([(i * 7919) % 1000003 * 0.5 for i in range(300000)]),
+                             "b": pa.array(range(300000), pa.int64())}), path,
+                   row_group_size=50000, compression="none")
+    want = pq.read_table(path)
+
+    def read():
+        with colio.source(path) as src:
+            assert cpq.read_table(src).equals(want)
+        return eager._cache
+
+    m = read()
+    assert m is not None and _lazyfree_kb(m) == 0
+    assert read() is m and _lazyfree_kb(m) == 0   # taken again, nothing given back
+    for _ in range(100):
+        if eager._freed is m:
+            break
+        import time
+        time.sleep(0.02)
+    assert eager._freed is m and eager._cache is m
+    assert _lazyfree_kb(m) > 0
+    assert read() is m and eager._freed is None

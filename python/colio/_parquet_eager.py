@@ -177,6 +177,19 @@ def _reap() -> None:
 _freed = None          # the kept mapping whose pages were given back since its last read
 
 
+def _after_fork() -> None:
+    """A forked child has no reaper, and the cache's lock may have been held
+    by a thread that does not exist there."""
+    global _cache_lock, _cache_cv, _reaper_pid
+    _cache_lock = threading.Lock()
+    _cache_cv = threading.Condition(_cache_lock)
+    _reaper_pid = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
 class Fetch:
     """The reads of the planned row groups, in their order, into one buffer
     of the file's size. Row groups are started in order while less than

@@ -401,10 +401,10 @@ def _with_footer(where, storage_options, read, measured=True, hand_over=False):
             out = read(src, True, kept.size, kept.tail_off, kept.tail, kept.md, True)
             ok = True
             return out
-        except OSError as e:
-            if e.errno != errno.ESTALE:
+        except BaseException as e:
+            footers.drop(k, kept)  # stale, gone, or failing: the next read asks afresh
+            if not (isinstance(e, OSError) and e.errno == errno.ESTALE):
                 raise
-            footers.drop(k, kept)
         finally:
             if not (ok and hand_over):
                 src.close()

@@ -129,6 +129,40 @@ def test_a_file_the_open_reads_whole_is_not_kept(etag_server, tmp_path, monkeypa
     assert footers.get(footers.key(url, {})) is None
 
 
+def test_concurrent_reads_share_the_kept_footer(etag_server, tmp_path):
+    import threading
+    srv = etag_server
+    srv.files["/f.parquet"] = _bytes(tmp_path, 0)
+    url = srv.url + "/f.parquet"
+    want = _table(0).select(["x", "s"])
+    assert cpq.read_table(url, columns=["x", "s"]).equals(want)
+    srv.reset()
+    srv.etag = "strong"
+    bad = []
+
+    def work():
+        for _ in range(5):
+            if not cpq.read_table(url, columns=["x", "s"]).equals(want):
+                bad.append(1)
+    ts = [threading.Thread(target=work) for _ in range(6)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not bad and srv.heads == 0 and srv.refused == 0
+
+
+def test_a_deleted_object_raises_and_is_forgotten(etag_server, tmp_path):
+    srv = etag_server
+    srv.files["/f.parquet"] = _bytes(tmp_path, 0)
+    url = srv.url + "/f.parquet"
+    cpq.read_table(url, columns=["x"])
+    del srv.files["/f.parquet"]
+    with pytest.raises(FileNotFoundError):
+        cpq.read_table(url, columns=["x"])
+    assert footers.get(footers.key(url, {})) is None
+
+
 @pytest.mark.parametrize("mode", [None, "weak"])
 def test_no_strong_etag_no_kept_footer(server, tmp_path, mode):
     server.etag = mode

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import mmap
 import os
+from builtins import open as builtins_open
 import threading
 import time
 
@@ -434,8 +435,8 @@ def read_local(path, need, row_groups, filters, columns):
     mapped, md = _mapped(path)
     rgs = _row_groups(md, row_groups)
     if filters is not None and rgs:
-        rgs = _prune(pa.memory_map(path), rgs, filters)
-    return _decoded(lambda: _pq().ParquetFile(mapped, metadata=md, pre_buffer=False),
+        rgs = _prune(_reader(mapped), rgs, filters)
+    return _decoded(lambda: _pq().ParquetFile(_reader(mapped), metadata=md, pre_buffer=False),
                     [(rgs, True)], need, filters, columns)
 
 
@@ -461,7 +462,6 @@ def _mapped(path):
     process's RSS. A kept map holds its file open, as an open file would,
     until another local file is read (a deleted file's space is freed
     then)."""
-    import pyarrow as pa
     st = os.stat(path)
     key = (os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
            st.st_ctime_ns)
@@ -470,8 +470,8 @@ def _mapped(path):
         kept = _map
     if kept is not None and kept[0] == key and _footer(kept[1], st.st_size, kept[3]) == kept[3]:
         return kept[1], kept[2]
-    mapped = pa.memory_map(path)
-    md = _pq().ParquetFile(mapped, pre_buffer=False).metadata
+    mapped = _map_file(path)
+    md = _pq().ParquetFile(_reader(mapped), pre_buffer=False).metadata
     if st.st_size <= CACHE_MAX:
         footer = _footer(mapped, st.st_size, None, md.serialized_size + 8)
         with _map_lock:
@@ -479,10 +479,32 @@ def _mapped(path):
     return mapped, md
 
 
+def _map_file(path):
+    """A pyarrow buffer over a read-only shared mapping of the file (Python's
+    mmap), or, for an empty file, pyarrow's memory map (which then says what
+    is wrong with it). pyarrow's own MemoryMappedFile advises the kernel
+    (MADV_WILLNEED) on every read it serves, a page-cache walk each time:
+    decoding through a BufferReader over the same pages took 3-7 % less
+    CPU (3 of 30 and all 30 columns of the bench file, 22 rounds each)."""
+    import pyarrow as pa
+    with builtins_open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return pa.memory_map(path)
+        return pa.py_buffer(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
+
+
+def _reader(mapped):
+    import pyarrow as pa
+    return mapped if isinstance(mapped, pa.NativeFile) else pa.BufferReader(mapped)
+
+
 def _footer(mapped, size, like, n=None):
     """The last n (or len(like)) bytes of a mapped file, or None past its
     size (a map of the file as it was, truncated since)."""
     n = len(like) if n is None else n
-    if n > size or mapped.size() < size:
+    have = mapped.size() if callable(getattr(mapped, "size", None)) else mapped.size
+    if n > size or have < size:
         return None
-    return mapped.read_at(n, size - n)
+    if callable(getattr(mapped, "read_at", None)):
+        return mapped.read_at(n, size - n)
+    return mapped.slice(size - n, n).to_pybytes()

@@ -248,8 +248,8 @@ def test_a_local_file_read_again_keeps_its_map_until_it_changes(tmp_path, monkey
 
     write(0)
     maps = []
-    real = pa.memory_map
-    monkeypatch.setattr(pa, "memory_map", lambda *a, **k: maps.append(a[0]) or real(*a, **k))
+    real = eager._map_file
+    monkeypatch.setattr(eager, "_map_file", lambda path: maps.append(path) or real(path))
     for _ in range(3):
         assert cpq.read_table(p, columns=["id"]).equals(pq.read_table(p, columns=["id"]))
     assert len(maps) == 1

@@ -5,10 +5,14 @@ with --quick), written by pyarrow, served by cmd/colio-testserver on
 loopback with 0, 5 and 20 ms before every answer, and read as a local file.
 Two selections: 3 of the 30 columns, and all of them. Methods:
 
-- colio: ``colio.parquet.read_table(url, columns=...)`` (the open's GET
-  brings the last 1 MiB with the footer, then every chunk at once, row
-  groups decoded on several threads as they arrive; colio/_parquet_eager.py
-  and _parquet_decode.py);
+- colio: ``colio.parquet.read_table(url, columns=...)``: a repeated read,
+  as every method's timed reads are. The object's footer is kept from the
+  first read (colio/_parquet_footers.py), so one round trip fetches every
+  chunk at once (If-Match with the object's ETag), row groups decoded on
+  several threads as they arrive (colio/_parquet_eager.py and
+  _parquet_decode.py). The same read with the footer cleared first (the
+  open's GET of the last 1 MiB with the footer, then the chunks: a first
+  read) is timed too, and its median is in the note;
 - pyarrow over an fsspec HTTP file: ``pq.read_table(fs.open(url))``, its
   default (``pre_buffer=True``: Arrow's ReadRangeCache, 8 KiB hole), and
   ``pq.ParquetFile(f).read`` with ``pre_buffer=False``;
@@ -19,7 +23,10 @@ Two selections: 3 of the 30 columns, and all of them. Methods:
 
 Every method's table is checked once against pyarrow's read of the local
 file (column by column, as numpy arrays) before it is timed; rounds are
-interleaved as in the rest of bench/run.py. The server's request count for
+interleaved as in the rest of bench/run.py (3 per latency, 15 for the local
+file), and the methods under FAST (0.5 s) a read then get EXTRA (6; 25 for
+the local file) more rounds among themselves, so that their medians are
+not those of 3 samples. The server's request count for
 one read of each method, and the median CPU time of this process per read
 (steadier than wall time on a shared machine), are printed in the table's
 note.
@@ -69,6 +76,21 @@ def write_file(path, quick):
 def _colio(url):
     import colio.parquet
     return lambda cols: colio.parquet.read_table(url, columns=cols)
+
+
+FIRST = "colio.parquet.read_table, first read"
+
+
+def _colio_first(url):
+    """colio's read with no footer kept from an earlier one (a process's
+    first read of the object: two round trips, not one)."""
+    import colio._parquet_footers
+    import colio.parquet
+
+    def read(cols):
+        colio._parquet_footers.clear()
+        return colio.parquet.read_table(url, columns=cols)
+    return read
 
 
 def _fsspec_default(url):
@@ -169,19 +191,37 @@ def run(cfg, tmp, bench):
     bench.log(f"[8] parquet: {size / MiB:.0f} MB, {NRG} row groups x {NCOLS} columns")
     # A local read takes 10-130 ms: more rounds cost little, and 3 let one
     # slow round (22 ms among 11 ms ones) set the median.
-    out = [*_cells(bench, None, path, want, 2 if quick else 15, size)]
+    out = [*_cells(bench, None, path, want, 2 if quick else 15, size, extra=0 if quick else 25)]
     for lat in latencies:
         srv = Server(d, lat)
         try:
-            out += _cells(bench, srv, path, want, rounds, size, lat)
+            out += _cells(bench, srv, path, want, rounds, size, lat, extra=0 if quick else EXTRA)
         finally:
             srv.close()
     return out
 
 
-def _cells(bench, srv, path, want, rounds, size, lat=None):
+FAST = 0.5         # seconds: methods faster than this get EXTRA more rounds
+EXTRA = 6
+
+
+def _first_note(s):
+    """The first-read variant's median, and polars' against it: the table's
+    colio column is a repeated read, whose footer is kept."""
+    if FIRST not in s or not s[FIRST]:
+        return ""
+    first = statistics.median(s[FIRST])
+    note = f"{FIRST} (no kept footer) {first * 1e3:.1f} ms"
+    pol = s.get("polars.read_parquet(url)")
+    if pol:
+        note += f", polars.read_parquet(url) / it {statistics.median(pol) / first:.2f}"
+    return note
+
+
+def _cells(bench, srv, path, want, rounds, size, lat=None, extra=EXTRA):
     where = srv.url if srv else path
-    makers = {"colio.parquet.read_table": _colio, **(PEERS if srv else LOCAL_PEERS)}
+    makers = {"colio.parquet.read_table": _colio, **({FIRST: _colio_first} if srv else {}),
+              **(PEERS if srv else LOCAL_PEERS)}
     out = []
     for label, cols in (("3 of 30 columns", THREE), ("all 30 columns", None)):
         fns, errors, counts = {}, {}, {}
@@ -191,6 +231,8 @@ def _cells(bench, srv, path, want, rounds, size, lat=None):
                 if isinstance(fn, str):
                     raise RuntimeError(fn)
                 if srv:
+                    if name == "colio.parquet.read_table":
+                        fn(cols)  # its timed reads find the footer kept: count one of those
                     srv.requests(reset=True)
                 ok = _same(fn(cols), want, cols)
                 if srv:
@@ -204,11 +246,19 @@ def _cells(bench, srv, path, want, rounds, size, lat=None):
                 errors[name] = f"{type(e).__name__}: {str(e).strip()[:300]}"
                 bench.log(f"[8] {name}: {errors[name]}")
         at = f"HTTP, {_lat(lat)}" if srv else "local file"
-        bench.log(f"[8] {label}, {at}: {len(fns)} methods x {rounds} rounds")
+        bench.log(f"[8] {label}, {at}: {len(fns)} methods x {rounds} rounds, "
+                  f"then up to {extra} more for those under {FAST:g} s")
         cpu = {k: [] for k in fns}
         timed = {k: (lambda fn=fn, k=k: _timed(bench, lambda: fn(cols), cpu[k]))
                  for k, fn in fns.items()}
         s = bench.interleave(timed, rounds)
+        # More rounds for the methods that take under FAST s a read: a
+        # median of 3 moves by 10-30 % on this machine, and the slow peers
+        # (seconds a read) would make more rounds of everything cost minutes.
+        fast = {k: f for k, f in timed.items() if statistics.median(s[k]) < FAST}
+        if len(fast) > 1 and extra:
+            for k, v in bench.interleave(fast, extra).items():
+                s[k].extend(v)
         note = "; ".join(x for x in (
             "server requests per read: " + ", ".join(f"{k} {v}" for k, v in counts.items())
             if counts else "",
@@ -217,7 +267,8 @@ def _cells(bench, srv, path, want, rounds, size, lat=None):
             # time on a machine shared with other work.
             "CPU per read (median): " + ", ".join(
                 f"{k} {statistics.median(v) * 1e3:.0f} ms" for k, v in cpu.items() if v)
-            if fns else "") if x) or None
+            if fns else "",
+            _first_note(s)) if x) or None
         if note:
             bench.log(f"[8] {label}, {at}: {note}")
         peers = {k: k for k in makers if not k.startswith("colio")}

@@ -382,9 +382,10 @@ def _with_footer(where, storage_options, read, measured=True, hand_over=False):
     before the chunks; if it changed since (ESTALE), the footer is dropped
     and read again. A read of a kept footer (``kept``) that fetches
     nothing calls _validate: its chunk reads are what would tell a changed
-    object. An object the open read whole (no larger than its tail) is not
-    kept: reading it again is one request either way. The source is closed at the end if owned, or with
-    ``hand_over`` only on an error (the result holds it then).
+    object. A footer is kept once a read with it succeeded; not for an
+    object the open read whole (no larger than its tail: reading it again
+    is one request either way). The source is closed at the end if owned,
+    or with ``hand_over`` only on an error (the result holds it then).
     ``measured``: the source's merge rule is its own (no caller's), and
     the next read of the object starts from it."""
     from . import _open
@@ -419,14 +420,12 @@ def _with_footer(where, storage_options, read, measured=True, hand_over=False):
         if tail_off > 0 and footers.keepable(etag):
             need = int.from_bytes(tail[-8:-4], "little") + 8
             footer = footers.Footer(size, etag, size - need, bytes(tail[-need:]), md)
-        try:
-            out = read(src, owned, size, tail_off, tail, md, False)
-        finally:
-            if footer is not None:
-                if measured:
-                    footer.hole = src.coalescing
-                footers.put(k, footer)
+        out = read(src, owned, size, tail_off, tail, md, False)
         ok = True
+        if footer is not None:
+            if measured:
+                footer.hole = src.coalescing
+            footers.put(k, footer)
         return out
     finally:
         if owned and not (ok and hand_over):

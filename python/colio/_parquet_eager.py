@@ -431,7 +431,6 @@ def read_local(path, need, row_groups, filters, columns):
     file against 359 ms through colio's reads and 380 ms for
     pq.read_table(path)). A file truncated while it is read raises SIGBUS
     there, as with pyarrow's own memory_map=True."""
-    import pyarrow as pa
     mapped, md = _mapped(path)
     rgs = _row_groups(md, row_groups)
     if filters is not None and rgs:

@@ -18,9 +18,11 @@ int colio_source_open_url(const char *url, const char *const *options, colio_sou
   return rc;
 }
 
-int colio_source_etag(colio_source *src, char *buf, size_t size, size_t *len) {
+int colio_source_etag(colio_source *src, char *buf, size_t size, size_t *len, int *stable) {
   COLIOI_ENTER("colio_source_etag");
   if (len)
     *len = 0;
-  return colioGoSourceETag((uintptr_t)src, buf, size, len);
+  if (stable)
+    *stable = 0;
+  return colioGoSourceETag((uintptr_t)src, buf, size, len, stable);
 }

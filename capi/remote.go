@@ -104,22 +104,32 @@ func syncAWSEnv() {
 }
 
 // colioGoSourceETag copies the ETag of a URL source's object (remote.Source.ETag)
-// into buf as a NUL-terminated string; other sources have none ("").
+// into buf as a NUL-terminated string, and whether it is stable
+// (remote.Source.StableETag); other sources have none ("", not stable).
 //
 //export colioGoSourceETag
-func colioGoSourceETag(src C.uintptr_t, buf *C.char, size C.size_t, n *C.size_t) (rc C.int) {
+func colioGoSourceETag(src C.uintptr_t, buf *C.char, size C.size_t, n *C.size_t, stable *C.int) (rc C.int) {
 	const name = "colio_source_etag"
 	defer recoverInto(name, &rc)
 	_, s, rc := sourceOf(name, src)
 	if rc != C.COLIO_OK {
 		return rc
 	}
-	etag := ""
-	if r, ok := s.Underlying().(interface{ ETag() string }); ok {
-		etag = r.ETag()
+	etag, firm := "", false
+	if r, ok := s.Underlying().(interface {
+		ETag() string
+		StableETag() bool
+	}); ok {
+		etag, firm = r.ETag(), r.StableETag()
 	}
 	if n != nil {
 		*n = C.size_t(len(etag))
+	}
+	if stable != nil {
+		*stable = 0
+		if firm {
+			*stable = 1
+		}
 	}
 	if buf == nil && size == 0 { // a query of the length
 		return C.COLIO_OK

@@ -359,8 +359,12 @@ int colio_source_size(colio_source *src, int64_t *out);
  * size 0 asks for the length only. Other sources, and an object sent
  * without an ETag, have "". Reading the object again later with the
  * options etag= and size= makes no request at open and never reads
- * another version. */
-int colio_source_etag(colio_source *src, char *buf, size_t size, size_t *len);
+ * another version. *stable (may be NULL) is 1 when a cache may key on the
+ * ETag: it is strong and the answer's Last-Modified was at least a second
+ * before its Date (RFC 9110 8.8.2.2: a server whose ETag comes from the
+ * modification time in seconds, nginx's, can keep it across another write
+ * within that second); else 0. */
+int colio_source_etag(colio_source *src, char *buf, size_t size, size_t *len, int *stable);
 
 /* Frees the source. Reads that have not started fail with COLIO_ECLOSED;
  * running ones finish first. Accepts NULL. */

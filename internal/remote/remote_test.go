@@ -460,6 +460,29 @@ func TestExpectedETag(t *testing.T) {
 	if etag == "" || strings.HasPrefix(etag, "W/") {
 		t.Fatalf("ETag %q at open, want the server's strong one", etag)
 	}
+	// Stable only when the object was last modified a second or more
+	// before the answer: the server's ETag is of size and mtime.
+	obj := filepath.Join(f.dir, "bkt", "obj")
+	for _, c := range []struct {
+		mtime  time.Time
+		stable bool
+	}{{time.Now().Add(-time.Hour), true}, {time.Now().Add(10 * time.Second), false}} {
+		if err := os.Chtimes(obj, c.mtime, c.mtime); err != nil {
+			t.Fatal(err)
+		}
+		s, err := f.open(t, "/bkt/obj")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.StableETag() != c.stable {
+			t.Fatalf("modified at %v: StableETag %v, want %v", c.mtime, s.StableETag(), c.stable)
+		}
+	}
+	first, err = f.open(t, "/bkt/obj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	etag = first.ETag()
 	before := f.srv.Stats().Requests
 	src, err := f.open(t, "/bkt/obj", "size="+strconv.Itoa(objSize), "etag="+etag)
 	if err != nil {

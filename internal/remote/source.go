@@ -31,6 +31,11 @@ type Source struct {
 
 	mu            sync.Mutex
 	etag, lastMod string // the object's validators at open (or at the first answer)
+	// young: that answer's Last-Modified was less than a second before its
+	// Date. An ETag derived from the modification time in seconds (nginx's
+	// is mtime-size) can then stay the same across another write within
+	// that second (RFC 9110 8.8.2.2 calls such a validator weak).
+	young bool
 
 	root  context.Context // cancelled by Abort: every request derives from it
 	abort context.CancelCauseFunc
@@ -106,6 +111,30 @@ func (s *Source) ETag() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.etag
+}
+
+// StableETag reports whether ETag names one version of the object for
+// good, so that a cache may key on it: strong, and not given in the
+// second the object was last modified (see young).
+func (s *Source) StableETag() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.etag != "" && !strings.HasPrefix(s.etag, "W/") && !s.young
+}
+
+// youngAt reports whether an answer's Last-Modified is less than a second
+// before its Date (before now when it has no Date); false without a
+// Last-Modified.
+func youngAt(h http.Header) bool {
+	lm, err := http.ParseTime(h.Get("Last-Modified"))
+	if err != nil {
+		return false
+	}
+	ref, err := http.ParseTime(h.Get("Date"))
+	if err != nil {
+		ref = time.Now()
+	}
+	return ref.Sub(lm) < time.Second
 }
 
 // URL is the source's URL as messages show it.
@@ -212,6 +241,7 @@ func (s *Source) head(ctx context.Context) error {
 	s.size = resp.ContentLength
 	s.mu.Lock()
 	s.etag, s.lastMod = resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
+	s.young = youngAt(resp.Header)
 	s.mu.Unlock()
 	return nil
 }
@@ -360,6 +390,7 @@ func (s *Source) validate(resp *http.Response) error {
 	defer s.mu.Unlock()
 	if s.etag == "" && s.lastMod == "" {
 		s.etag, s.lastMod = etag, lm
+		s.young = youngAt(resp.Header)
 		return nil
 	}
 	if s.etag != "" && etag != "" && etag != s.etag {

@@ -227,7 +227,7 @@ FUNCTIONS = {
     "colio_work_wait": (c_int, [c_int64]),
     "colio_source_open_url": (c_int, [c_char_p, POINTER(c_char_p), _p_handle]),
     "colio_source_size": (c_int, [handle_p, _p_i64]),
-    "colio_source_etag": (c_int, [handle_p, c_char_p, c_size_t, POINTER(c_size_t)]),
+    "colio_source_etag": (c_int, [handle_p, c_char_p, c_size_t, POINTER(c_size_t), _p_int]),
     "colio_source_free": (c_int, [handle_p]),
     # reads
     "colio_read": (c_int, [handle_p, c_void_p, c_int64, c_int64, _p_i64]),

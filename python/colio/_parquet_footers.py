@@ -14,7 +14,10 @@ dropped and the read starts over from the footer: a kept footer costs
 one failed round trip when stale, and can never pair with another
 version's bytes. An object without a strong ETag (weak, or none: a
 Last-Modified's one-second resolution cannot tell two writes apart) is
-never kept.
+never kept, nor one whose answer said it was modified less than a second
+before (``Source.etag_stable``): a server whose ETag comes from the
+modification time in seconds, as nginx's does, can give a second write
+within that second the same ETag.
 
 Bounded: at most MAX_ENTRIES footers and MAX_BYTES of their bytes, the
 least recently used going first. Only the footer's bytes are kept, not

@@ -7,7 +7,7 @@ import errno as _errno
 import os
 import _thread
 import _weakref  # not weakref: its import costs 2 ms of the first read
-from ctypes import addressof, byref, c_char, c_int64, c_size_t, c_void_p
+from ctypes import addressof, byref, c_char, c_int, c_int64, c_size_t, c_void_p
 
 from . import _fastcall as _fast
 from . import _lib
@@ -496,13 +496,24 @@ class RemoteSource(Source):
         weak one), from the open or the first answer; "" without one. Open
         it again with ``etag=`` (and ``size=``: no request at open) and no
         read returns another version's bytes: they fail with ESTALE."""
+        return self._etag()[0]
+
+    @property
+    def etag_stable(self) -> bool:
+        """Whether a cache may key on ``etag``: it is strong, and the answer
+        that gave it said the object was last modified at least a second
+        before (a server whose ETag comes from the modification time in
+        seconds can keep it across another write within that second)."""
+        return self._etag()[1]
+
+    def _etag(self):
         L = lib()
-        n = c_size_t()
+        n, stable = c_size_t(), c_int()
         buf = ctypes.create_string_buffer(256)
         while True:
-            rc = L.colio_source_etag(self._h(), buf, len(buf), byref(n))
+            rc = L.colio_source_etag(self._h(), buf, len(buf), byref(n), byref(stable))
             if rc == 0:
-                return buf.value.decode("latin-1")
+                return buf.value.decode("latin-1"), bool(stable.value)
             if n.value < len(buf):
                 raise last_error(rc)
             buf = ctypes.create_string_buffer(n.value + 1)

@@ -417,7 +417,7 @@ def _with_footer(where, storage_options, read, measured=True, hand_over=False):
         md = _parse(tail)
         etag = getattr(src, "etag", "") if k is not None else ""
         footer = None
-        if tail_off > 0 and footers.keepable(etag):
+        if tail_off > 0 and footers.keepable(etag) and src.etag_stable:
             need = int.from_bytes(tail[-8:-4], "little") + 8
             footer = footers.Footer(size, etag, size - need, bytes(tail[-need:]), md)
         out = read(src, owned, size, tail_off, tail, md, False)

@@ -10,6 +10,7 @@
 
 #include <spawn.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 
 extern char **environ;
@@ -209,13 +210,15 @@ static void check_fetch(const char *dir) {
  * another ETag fails with ESTALE; a file source has none. */
 static void check_etag(colio_source *src) {
   size_t n = 99;
-  OK(colio_source_etag(src, NULL, 0, &n));
+  int stable = -1;
+  OK(colio_source_etag(src, NULL, 0, &n, NULL));
   CHECK(n > 2);
   char small[2];
-  CHECK_ERR(colio_source_etag(src, small, sizeof small, &n), COLIO_EINVAL, "needs");
+  CHECK_ERR(colio_source_etag(src, small, sizeof small, &n, NULL), COLIO_EINVAL, "needs");
   char etag[256];
-  OK(colio_source_etag(src, etag, sizeof etag, NULL));
+  OK(colio_source_etag(src, etag, sizeof etag, NULL, &stable));
   CHECK(strlen(etag) == n && etag[0] == '"');
+  CHECK(stable == 1); /* main dated the file an hour back */
   char eopt[300], sopt[64];
   snprintf(eopt, sizeof eopt, "etag=%s", etag);
   snprintf(sopt, sizeof sopt, "size=%d", OBJ_SIZE);
@@ -235,8 +238,9 @@ static void check_etag(colio_source *src) {
   colio_source *file = NULL;
   OK(colio_source_open_file("/proc/self/exe", &file));
   n = 7;
-  OK(colio_source_etag(file, etag, sizeof etag, &n));
-  CHECK(n == 0 && etag[0] == 0);
+  stable = 1;
+  OK(colio_source_etag(file, etag, sizeof etag, &n, &stable));
+  CHECK(n == 0 && etag[0] == 0 && stable == 0);
   OK(colio_source_free(file));
 }
 
@@ -252,6 +256,12 @@ int main(void) {
   expect = (unsigned char *)xmalloc(OBJ_SIZE);
   fill_pattern(expect, OBJ_SIZE, 14);
   write_file(path, expect, OBJ_SIZE);
+  /* Modified an hour ago: its ETag is stable (colio_source_etag). */
+  struct timeval back[2];
+  gettimeofday(&back[0], NULL);
+  back[0].tv_sec -= 3600;
+  back[1] = back[0];
+  REQUIRE(utimes(path, back) == 0);
   start_server(dir);
 
   /* Plain HTTP, threads=1: the fan-out still runs many requests at once. */

@@ -79,6 +79,9 @@ class RangeServer(ThreadingHTTPServer):
             self.etag = None
             self.honor_if_match = True
             self.refused = 0  # 412s sent
+            # Last-Modified: None sends none, "now" the answer's own time,
+            # a number that POSIX time.
+            self.last_modified = None
 
     @property
     def url(self):
@@ -120,6 +123,11 @@ class _Handler(BaseHTTPRequestHandler):
         if keyword == "Content-Length" and getattr(self, "_etag", None):
             super().send_header("ETag", self._etag)
             self._etag = None
+            lm = self.server.last_modified
+            if lm is not None:
+                import email.utils
+                super().send_header("Last-Modified", email.utils.formatdate(
+                    time.time() if lm == "now" else lm, usegmt=True))
 
     def do_HEAD(self):
         srv = self.server

@@ -10,6 +10,7 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
+import colio  # noqa: E402
 import colio.parquet as cpq  # noqa: E402
 from colio import _parquet_footers as footers  # noqa: E402
 
@@ -161,6 +162,20 @@ def test_a_deleted_object_raises_and_is_forgotten(etag_server, tmp_path):
     with pytest.raises(FileNotFoundError):
         cpq.read_table(url, columns=["x"])
     assert footers.get(footers.key(url, {})) is None
+
+
+@pytest.mark.parametrize("modified, kept", [("now", False), (1.0e9, True)])
+def test_an_object_modified_within_the_second_is_not_kept(etag_server, tmp_path, modified, kept):
+    """Last-Modified in the second of the answer's Date: a server whose
+    ETag comes from the modification time in seconds could give the next
+    write the same one (RFC 9110 8.8.2.2), so the footer is not kept."""
+    etag_server.last_modified = modified
+    etag_server.files["/f.parquet"] = _bytes(tmp_path, 0)
+    url = etag_server.url + "/f.parquet"
+    with colio.source(url) as src:
+        assert src.etag.startswith('"') and src.etag_stable is kept
+    assert cpq.read_table(url, columns=["x"]).equals(_table(0).select(["x"]))
+    assert (footers.get(footers.key(url, {})) is not None) is kept
 
 
 @pytest.mark.parametrize("mode", [None, "weak"])

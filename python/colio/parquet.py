@@ -415,9 +415,10 @@ def _with_footer(where, storage_options, read, measured=True, hand_over=False):
         size = src.size
         tail_off, tail = _tail(src, size, _name(where))
         md = _parse(tail)
-        etag = getattr(src, "etag", "") if k is not None else ""
+        # One call for both (RemoteSource._etag); other sources have no ETag.
+        etag, stable = src._etag() if k is not None and hasattr(src, "_etag") else ("", False)
         footer = None
-        if tail_off > 0 and footers.keepable(etag) and src.etag_stable:
+        if tail_off > 0 and stable and footers.keepable(etag):
             need = int.from_bytes(tail[-8:-4], "little") + 8
             footer = footers.Footer(size, etag, size - need, bytes(tail[-need:]), md)
         out = read(src, owned, size, tail_off, tail, md, False)
